@@ -1,0 +1,184 @@
+package saver
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+)
+
+// Contains reports whether md has every key of filter with an equal value.
+// Equality follows Python's, which LangGraph's InMemorySaver uses: numbers
+// compare by value whatever their type (1 == 1.0), lists and maps compare
+// element by element. Booleans are kept apart from numbers.
+func (md Metadata) Contains(filter Metadata) bool {
+	for k, want := range filter {
+		got, ok := md[k]
+		if !ok || !Equal(got, want) {
+			return false
+		}
+	}
+	return true
+}
+
+// Equal compares two normalised metadata values (see NormalizeValue).
+func Equal(a, b any) bool {
+	switch a := a.(type) {
+	case nil:
+		return b == nil
+	case bool:
+		b, ok := b.(bool)
+		return ok && a == b
+	case string:
+		b, ok := b.(string)
+		return ok && a == b
+	case int64:
+		switch b := b.(type) {
+		case int64:
+			return a == b
+		case float64:
+			return float64(a) == b
+		}
+		return false
+	case float64:
+		switch b := b.(type) {
+		case int64:
+			return a == float64(b)
+		case float64:
+			return a == b
+		}
+		return false
+	case []any:
+		b, ok := b.([]any)
+		if !ok || len(a) != len(b) {
+			return false
+		}
+		for i := range a {
+			if !Equal(a[i], b[i]) {
+				return false
+			}
+		}
+		return true
+	case map[string]any:
+		b, ok := b.(map[string]any)
+		if !ok || len(a) != len(b) {
+			return false
+		}
+		for k, v := range a {
+			w, ok := b[k]
+			if !ok || !Equal(v, w) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// NormalizeMetadata converts every value of md in place with NormalizeValue.
+func NormalizeMetadata(md Metadata) error {
+	for k, v := range md {
+		n, err := NormalizeValue(v)
+		if err != nil {
+			return Errorf(EINVALID, "Metadata key %q: %s", k, ErrorMessage(err))
+		}
+		md[k] = n
+	}
+	return nil
+}
+
+// maxDepth bounds nesting in metadata so that a hostile body cannot make
+// normalisation or comparison recurse without end.
+const maxDepth = 32
+
+// NormalizeValue converts a decoded JSON or msgpack value to the types
+// Metadata holds: nil, bool, string, int64, float64, []any and map[string]any.
+// Integers that do not fit int64 become float64, as JSON would have them.
+func NormalizeValue(v any) (any, error) { return normalize(v, 0) }
+
+func normalize(v any, depth int) (any, error) {
+	if depth > maxDepth {
+		return nil, Errorf(EINVALID, "Value nested deeper than %d levels.", maxDepth)
+	}
+	switch v := v.(type) {
+	case nil, bool, string, int64:
+		return v, nil
+	case float64:
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, Errorf(EINVALID, "Value %v is not a finite number.", v)
+		}
+		return v, nil
+	case float32:
+		return normalize(float64(v), depth)
+	case int:
+		return int64(v), nil
+	case int8:
+		return int64(v), nil
+	case int16:
+		return int64(v), nil
+	case int32:
+		return int64(v), nil
+	case uint8:
+		return int64(v), nil
+	case uint16:
+		return int64(v), nil
+	case uint32:
+		return int64(v), nil
+	case uint:
+		return normalizeUint(uint64(v)), nil
+	case uint64:
+		return normalizeUint(v), nil
+	case json.Number:
+		if i, err := v.Int64(); err == nil {
+			return i, nil
+		}
+		f, err := v.Float64()
+		if err != nil {
+			return nil, Errorf(EINVALID, "Value %s is not a number.", v)
+		}
+		return normalize(f, depth)
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			n, err := normalize(e, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = n
+		}
+		return out, nil
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			n, err := normalize(e, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = n
+		}
+		return out, nil
+	case Metadata:
+		return normalize(map[string]any(v), depth)
+	case map[any]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			ks, ok := k.(string)
+			if !ok {
+				return nil, Errorf(EINVALID, "Map key %v is not a string.", k)
+			}
+			n, err := normalize(e, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out[ks] = n
+		}
+		return out, nil
+	}
+	return nil, Errorf(EINVALID, "Value of type %s is not allowed in metadata.", fmt.Sprintf("%T", v))
+}
+
+func normalizeUint(v uint64) any {
+	if v <= math.MaxInt64 {
+		return int64(v)
+	}
+	return float64(v)
+}
