@@ -1,0 +1,229 @@
+package api
+
+import (
+	"encoding/base64"
+	"net/http"
+	"net/url"
+
+	"github.com/labstack/echo/v4"
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/saver-dev/saver"
+)
+
+func (s *Server) registerCheckpointRoutes(g *echo.Group) {
+	g.POST("/threads/:thread_id/checkpoints", s.handleCheckpointPut)
+	g.GET("/threads/:thread_id/checkpoint", s.handleCheckpointGet)
+	g.POST("/threads/:thread_id/writes", s.handleWritesPut)
+	g.POST("/checkpoints/search", s.handleCheckpointSearch)
+}
+
+// threadID returns the unescaped thread id of the path. Routing runs on the
+// escaped path (see newEcho), so the parameter is always escaped here.
+func threadID(c echo.Context) (string, error) {
+	id, err := url.PathUnescape(c.Param("thread_id"))
+	if err != nil {
+		return "", saver.Errorf(saver.EINVALID, "thread_id in the path is not properly escaped.")
+	}
+	return id, saver.ValidateThreadID(id)
+}
+
+type putCheckpointRequest struct {
+	CheckpointNS       string            `json:"checkpoint_ns" msgpack:"checkpoint_ns"`
+	CheckpointID       string            `json:"checkpoint_id" msgpack:"checkpoint_id"`
+	ParentCheckpointID string            `json:"parent_checkpoint_id" msgpack:"parent_checkpoint_id"`
+	Checkpoint         saver.Typed       `json:"checkpoint" msgpack:"checkpoint"`
+	Metadata           map[string]any    `json:"metadata" msgpack:"metadata"`
+	ChannelVersions    map[string]string `json:"channel_versions" msgpack:"channel_versions"`
+	Blobs              []saver.Blob      `json:"blobs" msgpack:"blobs"`
+}
+
+type configResponse struct {
+	ThreadID     string `json:"thread_id" msgpack:"thread_id"`
+	CheckpointNS string `json:"checkpoint_ns" msgpack:"checkpoint_ns"`
+	CheckpointID string `json:"checkpoint_id" msgpack:"checkpoint_id"`
+}
+
+func (s *Server) handleCheckpointPut(c echo.Context) error {
+	tid, err := threadID(c)
+	if err != nil {
+		return err
+	}
+	var req putCheckpointRequest
+	if err := bind(c, &req); err != nil {
+		return err
+	}
+	in := saver.PutCheckpoint{
+		Checkpoint: saver.Checkpoint{
+			CheckpointRef:   saver.CheckpointRef{Tenant: s.tenant(c), ThreadID: tid, NS: req.CheckpointNS, ID: req.CheckpointID},
+			ParentID:        req.ParentCheckpointID,
+			Body:            req.Checkpoint,
+			Metadata:        req.Metadata,
+			ChannelVersions: req.ChannelVersions,
+		},
+		Blobs: req.Blobs,
+	}
+	if err := in.Validate(); err != nil {
+		return err
+	}
+	if err := s.Store.PutCheckpoint(c.Request().Context(), in); err != nil {
+		return err
+	}
+	return respond(c, http.StatusOK, configResponse{ThreadID: tid, CheckpointNS: in.NS, CheckpointID: in.ID})
+}
+
+type tupleResponse struct {
+	ThreadID           string            `json:"thread_id" msgpack:"thread_id"`
+	CheckpointNS       string            `json:"checkpoint_ns" msgpack:"checkpoint_ns"`
+	CheckpointID       string            `json:"checkpoint_id" msgpack:"checkpoint_id"`
+	ParentCheckpointID string            `json:"parent_checkpoint_id" msgpack:"parent_checkpoint_id"`
+	Checkpoint         saver.Typed       `json:"checkpoint" msgpack:"checkpoint"`
+	Metadata           saver.Metadata    `json:"metadata" msgpack:"metadata"`
+	ChannelVersions    map[string]string `json:"channel_versions" msgpack:"channel_versions"`
+	Values             []saver.Blob      `json:"values" msgpack:"values"`
+	Writes             []saver.Write     `json:"writes" msgpack:"writes"`
+}
+
+func newTupleResponse(t *saver.Tuple) tupleResponse {
+	r := tupleResponse{
+		ThreadID:           t.ThreadID,
+		CheckpointNS:       t.NS,
+		CheckpointID:       t.ID,
+		ParentCheckpointID: t.ParentID,
+		Checkpoint:         t.Body,
+		Metadata:           t.Metadata,
+		ChannelVersions:    t.ChannelVersions,
+		Values:             t.Values,
+		Writes:             t.Writes,
+	}
+	// Empty collections go out as [] and {}, never null, so clients need no
+	// special case.
+	if r.Metadata == nil {
+		r.Metadata = saver.Metadata{}
+	}
+	if r.ChannelVersions == nil {
+		r.ChannelVersions = map[string]string{}
+	}
+	if r.Values == nil {
+		r.Values = []saver.Blob{}
+	}
+	if r.Writes == nil {
+		r.Writes = []saver.Write{}
+	}
+	return r
+}
+
+func (s *Server) handleCheckpointGet(c echo.Context) error {
+	tid, err := threadID(c)
+	if err != nil {
+		return err
+	}
+	for name := range c.QueryParams() {
+		if name != "checkpoint_ns" && name != "checkpoint_id" {
+			return saver.Errorf(saver.EINVALID, "Unknown query parameter %q; expected checkpoint_ns or checkpoint_id.", name)
+		}
+	}
+	ref := saver.CheckpointRef{Tenant: s.tenant(c), ThreadID: tid, NS: c.QueryParam("checkpoint_ns"), ID: c.QueryParam("checkpoint_id")}
+	if err := ref.Validate(); err != nil {
+		return err
+	}
+	t, err := s.Store.GetTuple(c.Request().Context(), ref)
+	if err != nil {
+		return err
+	}
+	return respond(c, http.StatusOK, newTupleResponse(t))
+}
+
+type searchRequest struct {
+	ThreadID     *string        `json:"thread_id" msgpack:"thread_id"`
+	CheckpointNS *string        `json:"checkpoint_ns" msgpack:"checkpoint_ns"`
+	CheckpointID *string        `json:"checkpoint_id" msgpack:"checkpoint_id"`
+	Before       *string        `json:"before" msgpack:"before"`
+	Filter       map[string]any `json:"filter" msgpack:"filter"`
+	Limit        *int           `json:"limit" msgpack:"limit"`
+	Cursor       *string        `json:"cursor" msgpack:"cursor"`
+}
+
+type searchResponse struct {
+	Tuples     []tupleResponse `json:"tuples" msgpack:"tuples"`
+	NextCursor *string         `json:"next_cursor" msgpack:"next_cursor"`
+}
+
+func (s *Server) handleCheckpointSearch(c echo.Context) error {
+	var req searchRequest
+	if err := bind(c, &req); err != nil {
+		return err
+	}
+	f := saver.ListFilter{Tenant: s.tenant(c), NS: req.CheckpointNS, Metadata: req.Filter}
+	if req.ThreadID != nil {
+		if err := saver.ValidateThreadID(*req.ThreadID); err != nil {
+			return err
+		}
+		f.ThreadID = *req.ThreadID
+	}
+	if req.CheckpointID != nil {
+		f.CheckpointID = *req.CheckpointID
+	}
+	if req.Before != nil {
+		f.Before = *req.Before
+	}
+	if req.Cursor != nil {
+		pos, err := decodeCursor(*req.Cursor)
+		if err != nil {
+			return err
+		}
+		f.After = &pos
+	}
+	// Ask for one more than a page so we know whether another page follows.
+	page := s.PageSize
+	if req.Limit != nil {
+		if *req.Limit < 0 {
+			return saver.Errorf(saver.EINVALID, "limit must not be negative.")
+		}
+		if *req.Limit < page {
+			page = *req.Limit
+		}
+	}
+	f.Limit = page + 1
+	if err := f.Validate(); err != nil {
+		return err
+	}
+	resp := searchResponse{Tuples: []tupleResponse{}}
+	if page == 0 {
+		return respond(c, http.StatusOK, resp)
+	}
+	tuples, err := s.Store.ListCheckpoints(c.Request().Context(), f)
+	if err != nil {
+		return err
+	}
+	more := len(tuples) > page
+	if more {
+		tuples = tuples[:page]
+	}
+	for _, t := range tuples {
+		resp.Tuples = append(resp.Tuples, newTupleResponse(t))
+	}
+	if more && (req.Limit == nil || *req.Limit > page) {
+		cur := encodeCursor(tuples[len(tuples)-1].Position())
+		resp.NextCursor = &cur
+	}
+	return respond(c, http.StatusOK, resp)
+}
+
+// Cursors are opaque to clients: base64url of the msgpack of a position.
+func encodeCursor(p saver.ListPosition) string {
+	b, _ := msgpack.Marshal(p) // a struct of strings always encodes
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeCursor(s string) (saver.ListPosition, error) {
+	var p saver.ListPosition
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err == nil {
+		err = msgpack.Unmarshal(b, &p)
+	}
+	if err != nil || p.ID == "" {
+		return p, saver.Errorf(saver.EINVALID, "cursor is not one this server issued.")
+	}
+	return p, nil
+}

@@ -1,0 +1,30 @@
+package api
+
+import (
+	"log/slog"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/saver-dev/saver"
+)
+
+type statusResponse struct {
+	Status string `json:"status" msgpack:"status"`
+}
+
+// handleHealth answers as long as the process serves requests.
+func (s *Server) handleHealth(c echo.Context) error {
+	return respond(c, http.StatusOK, statusResponse{Status: "ok"})
+}
+
+// handleReady answers 200 only when the store's backend answers too.
+func (s *Server) handleReady(c echo.Context) error {
+	if p, ok := s.Store.(Pinger); ok {
+		if err := p.Ping(c.Request().Context()); err != nil {
+			s.Logger.Warn("store not ready", slog.Any("error", err))
+			return saver.Errorf(saver.EUNAVAILABLE, "Store is not ready.")
+		}
+	}
+	return respond(c, http.StatusOK, statusResponse{Status: "ok"})
+}

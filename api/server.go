@@ -1,0 +1,186 @@
+// Package api serves a saver.Store over HTTP with echo v4, in msgpack and JSON.
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+
+	"github.com/saver-dev/saver"
+)
+
+// Defaults for the Server's knobs.
+const (
+	DefaultMaxBodyBytes   = 32 << 20
+	DefaultPageSize       = 100
+	DefaultRequestTimeout = 30 * time.Second
+	DefaultTenant         = "default"
+)
+
+// Pinger is implemented by stores that can tell whether their backend answers.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// Server is the HTTP front of a saver.Store. Fill the exported fields, then
+// Open; Close drains in-flight requests.
+type Server struct {
+	Store  saver.Store
+	Logger *slog.Logger
+
+	// MaxBodyBytes caps a request body; larger bodies get 413.
+	MaxBodyBytes int64
+	// PageSize caps the tuples of one search response.
+	PageSize int
+	// RequestTimeout bounds the store work of one request.
+	RequestTimeout time.Duration
+
+	echo   *echo.Echo
+	server *http.Server
+	ln     net.Listener
+}
+
+// NewServer returns a server for store with default limits.
+func NewServer(store saver.Store, logger *slog.Logger) *Server {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	s := &Server{
+		Store:          store,
+		Logger:         logger.With(saver.LogKeyComponent, "api"),
+		MaxBodyBytes:   DefaultMaxBodyBytes,
+		PageSize:       DefaultPageSize,
+		RequestTimeout: DefaultRequestTimeout,
+	}
+	return s
+}
+
+// Handler builds the echo instance on first use and returns it; tests drive
+// it with httptest without a listener.
+func (s *Server) Handler() http.Handler {
+	if s.echo == nil {
+		s.echo = s.newEcho()
+	}
+	return s.echo
+}
+
+func (s *Server) newEcho() *echo.Echo {
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = s.handleError
+	// Route on the escaped path so that a thread id holding "/" or "%" is one
+	// path segment, and unescape parameters ourselves (see threadID).
+	e.Pre(func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			u := c.Request().URL
+			u.RawPath = u.EscapedPath()
+			return next(c)
+		}
+	})
+	e.Use(middleware.RequestID())
+	e.Use(middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{
+		HandleError:  true,
+		LogRequestID: true,
+		LogRoutePath: true,
+		LogMethod:    true,
+		LogStatus:    true,
+		LogLatency:   true,
+		LogError:     true,
+		LogValuesFunc: func(c echo.Context, v middleware.RequestLoggerValues) error {
+			level := slog.LevelDebug
+			if v.Status >= 500 {
+				level = slog.LevelWarn
+			}
+			s.Logger.LogAttrs(c.Request().Context(), level, "request",
+				slog.String(saver.LogKeyRequestID, v.RequestID),
+				slog.String("method", v.Method),
+				slog.String("route", v.RoutePath),
+				slog.Int("status", v.Status),
+				slog.Duration("latency", v.Latency))
+			return nil
+		},
+	}))
+	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{
+		LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
+			s.Logger.Error("panic", slog.String(saver.LogKeyRequestID,
+				c.Response().Header().Get(echo.HeaderXRequestID)), slog.Any("error", err),
+				slog.String("stack", string(stack)))
+			return err
+		},
+	}))
+	e.Use(s.limitBody)
+	e.Use(middleware.ContextTimeout(s.RequestTimeout))
+
+	e.GET("/healthz", s.handleHealth)
+	e.GET("/readyz", s.handleReady)
+	s.registerCheckpointRoutes(e.Group("/v1"))
+	s.registerThreadRoutes(e.Group("/v1"))
+	return e
+}
+
+// limitBody caps the bytes read from a body; the decoder reports the overrun
+// as ETOOLARGE. A declared Content-Length over the cap is refused up front.
+func (s *Server) limitBody(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		req := c.Request()
+		if req.ContentLength > s.MaxBodyBytes {
+			return saver.Errorf(saver.ETOOLARGE, "Request body is %d bytes; the limit is %d.", req.ContentLength, s.MaxBodyBytes)
+		}
+		req.Body = http.MaxBytesReader(c.Response(), req.Body, s.MaxBodyBytes)
+		return next(c)
+	}
+}
+
+func (s *Server) bodyLimit() string { return fmt.Sprintf("%d bytes", s.MaxBodyBytes) }
+
+// Open listens on addr and serves in the background. Listen errors come back
+// here; an addr with port 0 picks a free port (see Addr).
+func (s *Server) Open(addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("api: listen %s: %w", addr, err)
+	}
+	s.ln = ln
+	s.server = &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(s.Logger.Handler(), slog.LevelWarn),
+	}
+	go func() {
+		if err := s.server.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.Logger.Error("serve", slog.Any("error", err))
+		}
+	}()
+	return nil
+}
+
+// Addr returns the address the server listens on, once open.
+func (s *Server) Addr() string {
+	if s.ln == nil {
+		return ""
+	}
+	return s.ln.Addr().String()
+}
+
+// Close stops accepting connections and waits for in-flight requests until
+// ctx ends.
+func (s *Server) Close(ctx context.Context) error {
+	if s.server == nil {
+		return nil
+	}
+	if err := s.server.Shutdown(ctx); err != nil {
+		return fmt.Errorf("api: shutdown: %w", err)
+	}
+	return nil
+}
+
+// tenant returns the tenant a request acts for. Until authentication maps
+// credentials to tenants, every request belongs to the default tenant.
+func (s *Server) tenant(c echo.Context) string { return DefaultTenant }

@@ -1,0 +1,55 @@
+// Package mock provides a saver.Store whose behaviour tests set per method.
+package mock
+
+import (
+	"context"
+
+	"github.com/saver-dev/saver"
+)
+
+var _ saver.Store = (*Store)(nil)
+
+// Store calls the function field of each method; an unset field panics, so a
+// test notices a call it did not expect.
+type Store struct {
+	PutCheckpointFn   func(ctx context.Context, in saver.PutCheckpoint) error
+	PutWritesFn       func(ctx context.Context, in saver.PutWrites) error
+	GetTupleFn        func(ctx context.Context, ref saver.CheckpointRef) (*saver.Tuple, error)
+	ListCheckpointsFn func(ctx context.Context, f saver.ListFilter) ([]*saver.Tuple, error)
+	DeleteThreadFn    func(ctx context.Context, tenant, threadID string) error
+	DeleteForRunsFn   func(ctx context.Context, tenant string, runIDs []string) error
+	CopyThreadFn      func(ctx context.Context, tenant, src, dst string) error
+	PruneFn           func(ctx context.Context, tenant string, threadIDs []string, strategy saver.PruneStrategy) error
+}
+
+func (s *Store) PutCheckpoint(ctx context.Context, in saver.PutCheckpoint) error {
+	return s.PutCheckpointFn(ctx, in)
+}
+
+func (s *Store) PutWrites(ctx context.Context, in saver.PutWrites) error {
+	return s.PutWritesFn(ctx, in)
+}
+
+func (s *Store) GetTuple(ctx context.Context, ref saver.CheckpointRef) (*saver.Tuple, error) {
+	return s.GetTupleFn(ctx, ref)
+}
+
+func (s *Store) ListCheckpoints(ctx context.Context, f saver.ListFilter) ([]*saver.Tuple, error) {
+	return s.ListCheckpointsFn(ctx, f)
+}
+
+func (s *Store) DeleteThread(ctx context.Context, tenant, threadID string) error {
+	return s.DeleteThreadFn(ctx, tenant, threadID)
+}
+
+func (s *Store) DeleteForRuns(ctx context.Context, tenant string, runIDs []string) error {
+	return s.DeleteForRunsFn(ctx, tenant, runIDs)
+}
+
+func (s *Store) CopyThread(ctx context.Context, tenant, src, dst string) error {
+	return s.CopyThreadFn(ctx, tenant, src, dst)
+}
+
+func (s *Store) Prune(ctx context.Context, tenant string, threadIDs []string, strategy saver.PruneStrategy) error {
+	return s.PruneFn(ctx, tenant, threadIDs, strategy)
+}
