@@ -23,6 +23,11 @@ func acceptingStore() *mock.Store {
 		DeleteForRunsFn: func(context.Context, string, []string) error { return nil },
 		CopyThreadFn:    func(context.Context, string, string, string) error { return nil },
 		PruneFn:         func(context.Context, string, []string, saver.PruneStrategy) error { return nil },
+		ClaimFn: func(_ context.Context, in saver.ClaimRequest) (*saver.Claim, error) {
+			return &saver.Claim{Key: in.Key, State: saver.ClaimClaimed, Token: "t", Attempt: 1}, nil
+		},
+		CompleteFn: func(context.Context, string, string, string, saver.Typed) error { return nil },
+		FailFn:     func(context.Context, string, string, string, saver.ClaimError) error { return nil },
 	}
 }
 
@@ -33,6 +38,9 @@ var fuzzRoutes = []string{
 	"/v1/threads/t/copy",
 	"/v1/threads/prune",
 	"/v1/runs/delete",
+	"/v1/idempotency/claim",
+	"/v1/idempotency/complete",
+	"/v1/idempotency/fail",
 }
 
 // FuzzRequestDecoding feeds arbitrary bodies to every POST route in both
@@ -49,6 +57,7 @@ func FuzzRequestDecoding(f *testing.F) {
 		f.Add(uint8(i), false, []byte(`{"thread_ids":["a","b"],"strategy":"delete","run_ids":["r"]}`))
 		f.Add(uint8(i), true, []byte{0x81, 0xa1, 'x', 0xc1})
 		f.Add(uint8(i), false, []byte(`[]`))
+		f.Add(uint8(i), false, []byte(`{"key":"k","token":"t","lease_ms":1000,"result":{"type":"msgpack","data":""},"error":{"message":"m","retryable":true}}`))
 	}
 	f.Fuzz(func(t *testing.T, route uint8, useMsgpack bool, body []byte) {
 		s := MustServer(t, acceptingStore())

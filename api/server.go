@@ -34,6 +34,11 @@ type Pinger interface {
 type Server struct {
 	Store  saver.Store
 	Logger *slog.Logger
+	// Tree and Ledger serve the tree and idempotency routes; NewServer takes
+	// them from the store when it implements them. A nil one leaves its
+	// routes out, so the API never advertises what the store cannot do.
+	Tree   saver.TreeStore
+	Ledger saver.Ledger
 
 	// MaxBodyBytes caps a request body; larger bodies get 413.
 	MaxBodyBytes int64
@@ -59,6 +64,8 @@ func NewServer(store saver.Store, logger *slog.Logger) *Server {
 		PageSize:       DefaultPageSize,
 		RequestTimeout: DefaultRequestTimeout,
 	}
+	s.Tree, _ = store.(saver.TreeStore)
+	s.Ledger, _ = store.(saver.Ledger)
 	return s
 }
 
@@ -122,6 +129,12 @@ func (s *Server) newEcho() *echo.Echo {
 	e.GET("/readyz", s.handleReady)
 	s.registerCheckpointRoutes(e.Group("/v1"))
 	s.registerThreadRoutes(e.Group("/v1"))
+	if s.Tree != nil {
+		s.registerTreeRoutes(e.Group("/v1"))
+	}
+	if s.Ledger != nil {
+		s.registerLedgerRoutes(e.Group("/v1"))
+	}
 	return e
 }
 

@@ -20,6 +20,11 @@ type Store struct {
 	DeleteForRunsFn   func(ctx context.Context, tenant string, runIDs []string) error
 	CopyThreadFn      func(ctx context.Context, tenant, src, dst string) error
 	PruneFn           func(ctx context.Context, tenant string, threadIDs []string, strategy saver.PruneStrategy) error
+
+	ListNodesFn func(ctx context.Context, tenant, threadID string) ([]saver.Node, error)
+	ClaimFn     func(ctx context.Context, in saver.ClaimRequest) (*saver.Claim, error)
+	CompleteFn  func(ctx context.Context, tenant, key, token string, result saver.Typed) error
+	FailFn      func(ctx context.Context, tenant, key, token string, failure saver.ClaimError) error
 }
 
 func (s *Store) PutCheckpoint(ctx context.Context, in saver.PutCheckpoint) error {
@@ -52,4 +57,25 @@ func (s *Store) CopyThread(ctx context.Context, tenant, src, dst string) error {
 
 func (s *Store) Prune(ctx context.Context, tenant string, threadIDs []string, strategy saver.PruneStrategy) error {
 	return s.PruneFn(ctx, tenant, threadIDs, strategy)
+}
+
+var (
+	_ saver.TreeStore = (*Store)(nil)
+	_ saver.Ledger    = (*Store)(nil)
+)
+
+func (s *Store) ListNodes(ctx context.Context, tenant, threadID string) ([]saver.Node, error) {
+	return s.ListNodesFn(ctx, tenant, threadID)
+}
+
+func (s *Store) Claim(ctx context.Context, in saver.ClaimRequest) (*saver.Claim, error) {
+	return s.ClaimFn(ctx, in)
+}
+
+func (s *Store) Complete(ctx context.Context, tenant, key, token string, result saver.Typed) error {
+	return s.CompleteFn(ctx, tenant, key, token, result)
+}
+
+func (s *Store) Fail(ctx context.Context, tenant, key, token string, failure saver.ClaimError) error {
+	return s.FailFn(ctx, tenant, key, token, failure)
 }

@@ -1,0 +1,116 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/saver-dev/saver"
+	"github.com/saver-dev/saver/mock"
+)
+
+// forked is a thread whose step 2 was replayed from checkpoint 1: "2" is the
+// abandoned attempt, "3"→"4" the live path.
+func forked() []saver.Node {
+	return []saver.Node{
+		{ThreadID: "t", ID: "1", Source: "input", Step: -1},
+		{ThreadID: "t", ID: "2", ParentID: "1", Source: "loop", Step: 0, HasError: true},
+		{ThreadID: "t", ID: "3", ParentID: "1", Source: "fork", Step: 0},
+		{ThreadID: "t", ID: "4", ParentID: "3", Source: "loop", Step: 1},
+	}
+}
+
+func TestTree(t *testing.T) {
+	s := MustServer(t, &mock.Store{ListNodesFn: func(_ context.Context, _, tid string) ([]saver.Node, error) {
+		if tid != "t" {
+			return nil, nil
+		}
+		return forked(), nil
+	}})
+	ids := func(path string) []string {
+		rec := do(t, s, "GET", path, "", nil)
+		if rec.Code != 200 {
+			t.Fatalf("%s: Code=%d body %s", path, rec.Code, rec.Body)
+		}
+		var body struct {
+			Nodes []struct {
+				ID string `json:"id"`
+			} `json:"nodes"`
+		}
+		if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, n := range body.Nodes {
+			out = append(out, n.ID)
+		}
+		return out
+	}
+	tests := []struct {
+		path string
+		want []string
+	}{
+		{"/v1/threads/t/tree", []string{"1", "2", "3", "4"}},
+		{"/v1/threads/t/tree/path", []string{"1", "3", "4"}},
+		{"/v1/threads/t/tree/path?checkpoint_id=2", []string{"1", "2"}},
+		{"/v1/threads/t/tree/children?checkpoint_id=1", []string{"2", "3"}},
+		{"/v1/threads/t/tree/leaves", []string{"2", "4"}},
+	}
+	for _, tt := range tests {
+		if diff := cmp.Diff(tt.want, ids(tt.path)); diff != "" {
+			t.Fatalf("%s (-want +got):\n%s", tt.path, diff)
+		}
+	}
+
+	rec := do(t, s, "GET", "/v1/threads/t/tree/abandoned", "", nil)
+	var ab struct {
+		Branches []struct {
+			ForkPoint string   `json:"fork_point"`
+			IDs       []string `json:"checkpoint_ids"`
+		} `json:"branches"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &ab); err != nil || len(ab.Branches) != 1 ||
+		ab.Branches[0].ForkPoint != "1" || !cmp.Equal(ab.Branches[0].IDs, []string{"2"}) {
+		t.Fatalf("abandoned: %s (err %v)", rec.Body, err)
+	}
+
+	rec = do(t, s, "GET", "/v1/threads/t/tree/context?limit=5", "", nil)
+	if rec.Code != 200 || !json.Valid(rec.Body.Bytes()) {
+		t.Fatalf("context: Code=%d body %s", rec.Code, rec.Body)
+	}
+
+	for _, tt := range []struct {
+		path   string
+		status int
+		code   string
+	}{
+		{"/v1/threads/nobody/tree", 404, "not_found"},
+		{"/v1/threads/t/tree/path?checkpoint_id=9", 404, "not_found"},
+		{"/v1/threads/t/tree/path?checkpoint_ns=x", 400, "invalid"},
+		{"/v1/threads/t/tree/leaves?limit=1", 400, "invalid"},
+		{"/v1/threads/t/tree/context?limit=-1", 400, "invalid"},
+	} {
+		rec := do(t, s, "GET", tt.path, "", nil)
+		if rec.Code != tt.status || errorCode(t, rec) != tt.code {
+			t.Fatalf("%s: Code=%d body %s, want %d %s", tt.path, rec.Code, rec.Body, tt.status, tt.code)
+		}
+	}
+}
+
+// storeOnly hides the mock's tree and ledger methods, like a store without them.
+type storeOnly struct{ saver.Store }
+
+func TestTreeAndLedgerRoutesOnlyWhenSupported(t *testing.T) {
+	s := MustServer(t, storeOnly{&mock.Store{}})
+	for _, p := range []struct{ method, path string }{
+		{"GET", "/v1/threads/t/tree"},
+		{"POST", "/v1/idempotency/claim"},
+	} {
+		rec := do(t, s, p.method, p.path, "application/json", []byte(`{}`))
+		if rec.Code != 404 && rec.Code != 405 || errorCode(t, rec) != "no_route" {
+			t.Fatalf("%s %s: Code=%d body %s, want no_route", p.method, p.path, rec.Code, rec.Body)
+		}
+	}
+}
