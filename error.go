@@ -1,6 +1,7 @@
 package saver
 
 import (
+	"context"
 	"errors"
 	"fmt"
 )
@@ -34,13 +35,17 @@ func Errorf(code, format string, args ...any) *Error {
 }
 
 // ErrorCode returns the code of the application error in err's chain, or
-// EINTERNAL for any other error, and "" for nil.
+// EINTERNAL for any other error, and "" for nil. A context that ran out or was
+// cancelled is EUNAVAILABLE: the work may succeed when retried.
 func ErrorCode(err error) string {
 	var e *Error
-	if err == nil {
+	switch {
+	case err == nil:
 		return ""
-	} else if errors.As(err, &e) {
+	case errors.As(err, &e):
 		return e.Code
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return EUNAVAILABLE
 	}
 	return EINTERNAL
 }
@@ -50,10 +55,13 @@ func ErrorCode(err error) string {
 // logs, not for the caller.
 func ErrorMessage(err error) string {
 	var e *Error
-	if err == nil {
+	switch {
+	case err == nil:
 		return ""
-	} else if errors.As(err, &e) {
+	case errors.As(err, &e):
 		return e.Message
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return "The request ran out of time; retry later."
 	}
 	return "Internal error."
 }

@@ -7,13 +7,13 @@ import (
 )
 
 // Contains reports whether md has every key of filter with an equal value.
-// Equality follows Python's, which LangGraph's InMemorySaver uses: numbers
-// compare by value whatever their type (1 == 1.0), lists and maps compare
-// element by element. Booleans are kept apart from numbers.
+// It follows InMemorySaver's metadata.get(k) == v: numbers compare by value
+// whatever their type (1 == 1.0), lists and maps element by element, and a
+// nil (None) value matches a missing key. Booleans are kept apart from
+// numbers, unlike Python, so that {"ok": true} never matches {"ok": 1}.
 func (md Metadata) Contains(filter Metadata) bool {
 	for k, want := range filter {
-		got, ok := md[k]
-		if !ok || !Equal(got, want) {
+		if !Equal(md[k], want) {
 			return false
 		}
 	}

@@ -93,7 +93,7 @@ type PutWrites struct {
 type Tuple struct {
 	Checkpoint
 	// Values holds one blob per channel in ChannelVersions whose blob exists
-	// and is not empty.
+	// and is not empty, sorted by channel.
 	Values []Blob
 	// Writes is ordered by (task_path, task_id, idx).
 	Writes []Write

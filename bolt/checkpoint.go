@@ -1,0 +1,133 @@
+package bolt
+
+import (
+	"bytes"
+	"context"
+	"slices"
+	"strings"
+
+	"go.etcd.io/bbolt"
+
+	"github.com/saver-dev/saver"
+)
+
+func checkpointKey(ref saver.CheckpointRef) []byte {
+	return key(ref.Tenant, ref.ThreadID, ref.NS, ref.ID)
+}
+
+func blobKey(ref saver.CheckpointRef, channel, version string) []byte {
+	return key(ref.Tenant, ref.ThreadID, ref.NS, channel, version)
+}
+
+// PutCheckpoint upserts the checkpoint and inserts each blob that is absent.
+func (s *Store) PutCheckpoint(ctx context.Context, in saver.PutCheckpoint) error {
+	// Encode before the transaction: Batch may run the function twice, and
+	// the encoding is the same every time.
+	ck := checkpointKey(in.CheckpointRef)
+	cv, err := encodeCheckpoint(&in.Checkpoint)
+	if err != nil {
+		return translate("put checkpoint", err)
+	}
+	type kv struct{ k, v []byte }
+	blobs := make([]kv, len(in.Blobs))
+	for i, b := range in.Blobs {
+		v, err := encodeTyped(b.Value)
+		if err != nil {
+			return translate("put checkpoint", err)
+		}
+		blobs[i] = kv{blobKey(in.CheckpointRef, b.Channel, b.Version), v}
+	}
+	return s.update(ctx, "put checkpoint", func(tx *bbolt.Tx) error {
+		if err := tx.Bucket(bucketCheckpoints).Put(ck, cv); err != nil {
+			return err
+		}
+		bb := tx.Bucket(bucketBlobs)
+		for _, b := range blobs {
+			if bb.Get(b.k) != nil {
+				continue
+			}
+			if err := bb.Put(b.k, b.v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// GetTuple returns the checkpoint named by ref, or the latest of its
+// namespace when ref.ID is empty.
+func (s *Store) GetTuple(ctx context.Context, ref saver.CheckpointRef) (*saver.Tuple, error) {
+	var tup *saver.Tuple
+	err := s.view(ctx, "get tuple", func(tx *bbolt.Tx) error {
+		cps := tx.Bucket(bucketCheckpoints)
+		var v []byte
+		if ref.ID != "" {
+			v = cps.Get(checkpointKey(ref))
+		} else {
+			prefix := key(ref.Tenant, ref.ThreadID, ref.NS)
+			var k []byte
+			k, v = lastWithPrefix(cps.Cursor(), prefix, prefixEnd(prefix))
+			if k != nil {
+				id, _, err := nextComponent(k[len(prefix):])
+				if err != nil {
+					return err
+				}
+				ref.ID = id
+			}
+		}
+		if v == nil {
+			return saver.Errorf(saver.ENOTFOUND, "No checkpoint in thread %q, namespace %q matches.", ref.ThreadID, ref.NS)
+		}
+		cp, err := decodeCheckpoint(ref, v)
+		if err != nil {
+			return err
+		}
+		tup, err = readTuple(tx, cp)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return tup, nil
+}
+
+// lastWithPrefix returns the last key that starts with prefix and is below
+// upper, with its value: one seek and one step back, whatever the number of
+// keys in the prefix.
+func lastWithPrefix(c *bbolt.Cursor, prefix, upper []byte) ([]byte, []byte) {
+	k, v := c.Seek(upper)
+	if k == nil {
+		k, v = c.Last()
+	} else {
+		k, v = c.Prev()
+	}
+	if k == nil || !bytes.HasPrefix(k, prefix) {
+		return nil, nil
+	}
+	return k, v
+}
+
+// readTuple completes a checkpoint with its values, resolved by direct
+// lookups through its channel versions, and its writes.
+func readTuple(tx *bbolt.Tx, cp *saver.Checkpoint) (*saver.Tuple, error) {
+	tup := &saver.Tuple{Checkpoint: *cp}
+	bb := tx.Bucket(bucketBlobs)
+	for ch, ver := range cp.ChannelVersions {
+		v := bb.Get(blobKey(cp.CheckpointRef, ch, ver))
+		if v == nil {
+			continue
+		}
+		val, err := decodeTyped(v)
+		if err != nil {
+			return nil, err
+		}
+		if val.Type == saver.EmptyType {
+			continue
+		}
+		tup.Values = append(tup.Values, saver.Blob{Channel: ch, Version: ver, Value: val})
+	}
+	slices.SortFunc(tup.Values, func(a, b saver.Blob) int { return strings.Compare(a.Channel, b.Channel) })
+	var err error
+	tup.Writes, err = readWrites(tx, cp.CheckpointRef)
+	return tup, err
+}

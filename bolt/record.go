@@ -1,0 +1,82 @@
+package bolt
+
+import (
+	"fmt"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/saver-dev/saver"
+)
+
+// checkpointRecord is the value stored under a checkpoint key: the
+// checkpoint minus the fields its key holds.
+type checkpointRecord struct {
+	ParentID        string            `msgpack:"parent_id"`
+	Body            saver.Typed       `msgpack:"body"`
+	Metadata        map[string]any    `msgpack:"metadata"`
+	ChannelVersions map[string]string `msgpack:"channel_versions"`
+}
+
+// writeRecord is the value stored under a write key: the write minus its
+// task id and idx, which the key holds.
+type writeRecord struct {
+	TaskPath string      `msgpack:"task_path"`
+	Channel  string      `msgpack:"channel"`
+	Value    saver.Typed `msgpack:"value"`
+}
+
+func encodeCheckpoint(cp *saver.Checkpoint) ([]byte, error) {
+	return msgpack.Marshal(&checkpointRecord{
+		ParentID:        cp.ParentID,
+		Body:            cp.Body,
+		Metadata:        cp.Metadata,
+		ChannelVersions: cp.ChannelVersions,
+	})
+}
+
+// decodeCheckpoint decodes a checkpoint record into a checkpoint named by
+// ref. Metadata is normalised: msgpack hands back the narrowest integer
+// type, and the domain holds int64.
+func decodeCheckpoint(ref saver.CheckpointRef, v []byte) (*saver.Checkpoint, error) {
+	var rec checkpointRecord
+	if err := msgpack.Unmarshal(v, &rec); err != nil {
+		return nil, fmt.Errorf("decode checkpoint %s: %w", ref.ID, err)
+	}
+	md := saver.Metadata(rec.Metadata)
+	if md == nil {
+		md = saver.Metadata{}
+	}
+	if err := saver.NormalizeMetadata(md); err != nil {
+		// Stored metadata was valid when put: this is corrupt data, not bad input.
+		return nil, fmt.Errorf("decode checkpoint %s metadata: %s", ref.ID, saver.ErrorMessage(err))
+	}
+	return &saver.Checkpoint{
+		CheckpointRef:   ref,
+		ParentID:        rec.ParentID,
+		Body:            rec.Body,
+		Metadata:        md,
+		ChannelVersions: rec.ChannelVersions,
+	}, nil
+}
+
+func encodeWrite(w *saver.Write) ([]byte, error) {
+	return msgpack.Marshal(&writeRecord{TaskPath: w.TaskPath, Channel: w.Channel, Value: w.Value})
+}
+
+func decodeWrite(taskID string, idx int64, v []byte) (saver.Write, error) {
+	var rec writeRecord
+	if err := msgpack.Unmarshal(v, &rec); err != nil {
+		return saver.Write{}, fmt.Errorf("decode write (%s, %d): %w", taskID, idx, err)
+	}
+	return saver.Write{TaskID: taskID, TaskPath: rec.TaskPath, Idx: idx, Channel: rec.Channel, Value: rec.Value}, nil
+}
+
+func encodeTyped(t saver.Typed) ([]byte, error) { return msgpack.Marshal(&t) }
+
+func decodeTyped(v []byte) (saver.Typed, error) {
+	var t saver.Typed
+	if err := msgpack.Unmarshal(v, &t); err != nil {
+		return saver.Typed{}, fmt.Errorf("decode blob: %w", err)
+	}
+	return t, nil
+}

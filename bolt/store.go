@@ -1,0 +1,203 @@
+// Package bolt implements saver.Store in one local file with bbolt, the
+// embedded default store for a single node.
+//
+// # Durability
+//
+// Every write is one bbolt transaction committed with fsync, so an
+// acknowledged call survives a crash of the process or the machine. Writers
+// go through DB.Batch: concurrent calls share a transaction and its fsync.
+//
+// # Key layout
+//
+// Three buckets hold the data. Keys are tuples of string components, each
+// escaped (0x00 -> 0x01 0x01, 0x01 -> 0x01 0x02) and followed by a 0x00
+// separator, so that byte order is tuple order and the key of a tuple prefix
+// is a byte prefix of exactly the keys that extend it. No thread id,
+// namespace or checkpoint id can collide with another or reach into a
+// neighbour's range, whatever bytes it holds. The tenant comes first in every
+// key.
+//
+//	checkpoints  (tenant, thread, ns, checkpoint_id)               -> checkpoint record
+//	blobs        (tenant, thread, ns, channel, version)            -> Typed value
+//	writes       (tenant, thread, ns, checkpoint_id, task_id, idx) -> write record
+//
+// idx is 8 bytes, big-endian with the sign bit flipped, so that writes of a
+// task sort by idx as numbers. The key of a checkpoint is also the prefix of
+// its writes. Values are msgpack.
+//
+// The latest checkpoint of (tenant, thread, ns) is the last key of that
+// prefix, found by one seek. Listings walk namespaces backwards from their
+// end and merge them, newest first, stopping at the limit.
+package bolt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+
+	"github.com/saver-dev/saver"
+)
+
+var (
+	bucketCheckpoints = []byte("checkpoints")
+	bucketBlobs       = []byte("blobs")
+	bucketWrites      = []byte("writes")
+)
+
+// Store is a saver.Store in one bbolt file. Its exported fields are knobs
+// read by Open; set them with Options.
+type Store struct {
+	// Logger receives the store's lifecycle events. Default: slog.Default().
+	Logger *slog.Logger
+	// Timeout bounds how long Open waits for another process to release the
+	// file. Default: 5s.
+	Timeout time.Duration
+	// MaxBatchDelay is how long a write waits for others to share its
+	// transaction and fsync. Default: 1ms, well under one fsync, so a lone
+	// writer barely waits while concurrent ones still batch.
+	MaxBatchDelay time.Duration
+	// MaxBatchSize caps the calls sharing one transaction. Default: 1000.
+	MaxBatchSize int
+	// FileMode is the mode of a newly created file. Default: 0600.
+	FileMode os.FileMode
+
+	path string
+	db   *bbolt.DB
+}
+
+var _ saver.Store = (*Store)(nil)
+
+// Option sets a knob of the Store before Open uses it.
+type Option func(*Store)
+
+// WithLogger sets Store.Logger.
+func WithLogger(l *slog.Logger) Option { return func(s *Store) { s.Logger = l } }
+
+// WithTimeout sets Store.Timeout.
+func WithTimeout(d time.Duration) Option { return func(s *Store) { s.Timeout = d } }
+
+// WithMaxBatchDelay sets Store.MaxBatchDelay.
+func WithMaxBatchDelay(d time.Duration) Option { return func(s *Store) { s.MaxBatchDelay = d } }
+
+// Open opens the store in the file at path, creating it and its parent
+// directories if needed.
+func Open(path string, opts ...Option) (*Store, error) {
+	s := &Store{path: path}
+	for _, o := range opts {
+		o(s)
+	}
+	if s.Logger == nil {
+		s.Logger = slog.Default()
+	}
+	if s.Timeout == 0 {
+		s.Timeout = 5 * time.Second
+	}
+	if s.MaxBatchDelay == 0 {
+		s.MaxBatchDelay = time.Millisecond
+	}
+	if s.MaxBatchSize == 0 {
+		s.MaxBatchSize = 1000
+	}
+	if s.FileMode == 0 {
+		s.FileMode = 0o600
+	}
+	s.Logger = s.Logger.With(saver.LogKeyComponent, "bolt")
+
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		return nil, fmt.Errorf("bolt: open %s: %w", path, err)
+	}
+	db, err := bbolt.Open(path, s.FileMode, &bbolt.Options{Timeout: s.Timeout})
+	if errors.Is(err, bolterrors.ErrTimeout) {
+		return nil, fmt.Errorf("bolt: open %s: file is locked by another process: %w", path, err)
+	} else if err != nil {
+		return nil, fmt.Errorf("bolt: open %s: %w", path, err)
+	}
+	db.MaxBatchDelay = s.MaxBatchDelay
+	db.MaxBatchSize = s.MaxBatchSize
+	err = db.Update(func(tx *bbolt.Tx) error {
+		for _, name := range [][]byte{bucketCheckpoints, bucketBlobs, bucketWrites} {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("bolt: create buckets in %s: %w", path, err)
+	}
+	s.db = db
+	s.Logger.Info("store opened", "path", path)
+	return s, nil
+}
+
+// Close closes the file. Calls in flight finish first.
+func (s *Store) Close() error {
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("bolt: close %s: %w", s.path, err)
+	}
+	s.Logger.Info("store closed", "path", s.path)
+	return nil
+}
+
+// Ping reports whether the store answers reads, for readiness checks.
+func (s *Store) Ping(ctx context.Context) error {
+	return s.view(ctx, "ping", func(tx *bbolt.Tx) error {
+		for _, name := range [][]byte{bucketCheckpoints, bucketBlobs, bucketWrites} {
+			if tx.Bucket(name) == nil {
+				return fmt.Errorf("bucket %s is missing", name)
+			}
+		}
+		return nil
+	})
+}
+
+// view runs fn in a read transaction and translates its error.
+func (s *Store) view(ctx context.Context, op string, fn func(tx *bbolt.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return translate(op, err)
+	}
+	return translate(op, s.db.View(fn))
+}
+
+// update runs fn in a batched write transaction and translates its error.
+// Batch may run fn more than once, so fn must only touch the transaction.
+func (s *Store) update(ctx context.Context, op string, fn func(tx *bbolt.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return translate(op, err)
+	}
+	return translate(op, s.db.Batch(fn))
+}
+
+// translate gives err a code from the saver taxonomy, once, at the edge of
+// the package. Application errors pass unchanged.
+func translate(op string, err error) error {
+	var e *saver.Error
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &e):
+		return err
+	case errors.Is(err, bolterrors.ErrDatabaseNotOpen):
+		return saver.Errorf(saver.EUNAVAILABLE, "The store is closed.")
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return fmt.Errorf("bolt: %s: %w", op, errors.Join(saver.Errorf(saver.EUNAVAILABLE, "The request ended before the store answered."), err))
+	}
+	return fmt.Errorf("bolt: %s: %w", op, err)
+}
+
+// checkCtx is called inside long loops so that a cancelled request stops
+// scanning.
+func checkCtx(ctx context.Context, n int) error {
+	if n%256 == 0 {
+		return ctx.Err()
+	}
+	return nil
+}

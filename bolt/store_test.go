@@ -1,0 +1,104 @@
+package bolt_test
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/saver-dev/saver"
+	"github.com/saver-dev/saver/bolt"
+	"github.com/saver-dev/saver/storetest"
+)
+
+// MustOpen opens the store at path, quietly, and closes it at cleanup.
+func MustOpen(tb testing.TB, path string) *bolt.Store {
+	tb.Helper()
+	s, err := bolt.Open(path, bolt.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		tb.Fatalf("Open: %v", err)
+	}
+	tb.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			tb.Errorf("Close: %v", err)
+		}
+	})
+	return s
+}
+
+func TestStore(t *testing.T) {
+	t.Run("Private", func(t *testing.T) {
+		storetest.Run(t, func(t *testing.T) saver.Store {
+			return MustOpen(t, filepath.Join(t.TempDir(), "saver.db"))
+		})
+	})
+	// Every subtest in one file, as a shared DynamoDB table would be.
+	t.Run("Shared", func(t *testing.T) {
+		shared := MustOpen(t, filepath.Join(t.TempDir(), "saver.db"))
+		storetest.Run(t, func(t *testing.T) saver.Store { return shared })
+	})
+}
+
+func TestOpenCreatesParentDirs(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "a", "b", "saver.db")
+	s := MustOpen(t, path)
+	if err := s.Ping(t.Context()); err != nil {
+		t.Fatalf("Ping: %v", err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("file not created: %v", err)
+	}
+}
+
+func TestOpenLockedFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "saver.db")
+	MustOpen(t, path)
+	s, err := bolt.Open(path, bolt.WithTimeout(50*time.Millisecond), bolt.WithLogger(slog.New(slog.DiscardHandler)))
+	if err == nil {
+		s.Close()
+		t.Fatal("second Open of a locked file succeeded")
+	}
+}
+
+func TestClosedStore(t *testing.T) {
+	s, err := bolt.Open(filepath.Join(t.TempDir(), "saver.db"), bolt.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	ref := storetest.NewRef()
+	tests := []struct {
+		name string
+		call func() error
+	}{
+		{"Ping", func() error { return s.Ping(t.Context()) }},
+		{"PutCheckpoint", func() error { return s.PutCheckpoint(t.Context(), storetest.NewCheckpoint(ref, "1")) }},
+		{"GetTuple", func() error { _, err := s.GetTuple(t.Context(), ref); return err }},
+		{"ListCheckpoints", func() error {
+			_, err := s.ListCheckpoints(t.Context(), saver.ListFilter{Tenant: ref.Tenant})
+			return err
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got, want := saver.ErrorCode(tt.call()), saver.EUNAVAILABLE; got != want {
+				t.Fatalf("error code = %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+func TestCancelledContext(t *testing.T) {
+	s := MustOpen(t, filepath.Join(t.TempDir(), "saver.db"))
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	ref := storetest.NewRef()
+	if err := s.PutCheckpoint(ctx, storetest.NewCheckpoint(ref, "1")); err == nil {
+		t.Fatal("PutCheckpoint with a cancelled context succeeded")
+	}
+	storetest.MustNotFind(t, s, ref)
+}

@@ -1,0 +1,76 @@
+package bolt
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"slices"
+
+	"go.etcd.io/bbolt"
+
+	"github.com/saver-dev/saver"
+)
+
+func writeKey(ref saver.CheckpointRef, taskID string, idx int64) []byte {
+	return key(ref.Tenant, ref.ThreadID, ref.NS, ref.ID, taskID, idxComponent(idx))
+}
+
+// PutWrites stores writes against a checkpoint, which need not exist:
+// special writes (negative idx) replace, the others are inserted if absent.
+func (s *Store) PutWrites(ctx context.Context, in saver.PutWrites) error {
+	type kv struct {
+		k, v    []byte
+		upserts bool
+	}
+	writes := make([]kv, len(in.Writes))
+	for i := range in.Writes {
+		w := &in.Writes[i]
+		v, err := encodeWrite(w)
+		if err != nil {
+			return translate("put writes", err)
+		}
+		writes[i] = kv{writeKey(in.CheckpointRef, w.TaskID, w.Idx), v, w.Upserts()}
+	}
+	return s.update(ctx, "put writes", func(tx *bbolt.Tx) error {
+		wb := tx.Bucket(bucketWrites)
+		for _, w := range writes {
+			if !w.upserts && wb.Get(w.k) != nil {
+				continue
+			}
+			if err := wb.Put(w.k, w.v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// readWrites returns the writes of a checkpoint ordered by (task_path,
+// task_id, idx). Keys give (task_id, idx) order; the task path is in the
+// value, so the final order is a stable sort by it.
+func readWrites(tx *bbolt.Tx, ref saver.CheckpointRef) ([]saver.Write, error) {
+	prefix := checkpointKey(ref)
+	var writes []saver.Write
+	c := tx.Bucket(bucketWrites).Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		taskID, rest, err := nextComponent(k[len(prefix):])
+		if err != nil {
+			return nil, err
+		}
+		parts, err := parseKey(rest, 1)
+		if err != nil {
+			return nil, err
+		}
+		idx, err := parseIdx(parts[0])
+		if err != nil {
+			return nil, err
+		}
+		w, err := decodeWrite(taskID, idx, v)
+		if err != nil {
+			return nil, err
+		}
+		writes = append(writes, w)
+	}
+	slices.SortStableFunc(writes, func(a, b saver.Write) int { return cmp.Compare(a.TaskPath, b.TaskPath) })
+	return writes, nil
+}
