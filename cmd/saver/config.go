@@ -1,0 +1,178 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Store kinds selectable with SAVER_STORE or -store.
+const (
+	StoreBolt     = "bolt"
+	StoreDynamoDB = "dynamodb"
+)
+
+// Config is the service's whole configuration. Library packages never read the
+// environment; everything reaches them from here.
+type Config struct {
+	Addr            string        // listen address
+	AddrFile        string        // if set, the bound host:port is written here once listening
+	Store           string        // StoreBolt or StoreDynamoDB
+	DBPath          string        // bolt file
+	MaxBodyBytes    int64         // request body cap
+	PageSize        int           // tuples per search page
+	RequestTimeout  time.Duration // store work per request
+	ShutdownTimeout time.Duration // how long SIGTERM waits for in-flight requests
+	LogLevel        string        // debug, info, warn, error
+	LogFormat       string        // text or json
+}
+
+// DefaultConfig is what `saver serve` runs with when nothing is set: the
+// embedded store in ./data on loopback.
+func DefaultConfig() Config {
+	return Config{
+		Addr:            "127.0.0.1:7878",
+		Store:           StoreBolt,
+		DBPath:          "data/saver.db",
+		MaxBodyBytes:    32 << 20,
+		PageSize:        100,
+		RequestTimeout:  30 * time.Second,
+		ShutdownTimeout: 15 * time.Second,
+		LogLevel:        "info",
+		LogFormat:       "text",
+	}
+}
+
+// envVar describes one setting: its variable, flag and help. The table is the
+// single source for flags, environment and the README's configuration table.
+type envVar struct {
+	env, flag, help string
+	set             func(c *Config, v string) error
+	get             func(c *Config) string
+}
+
+func settings() []envVar {
+	str := func(p func(*Config) *string) (func(*Config, string) error, func(*Config) string) {
+		return func(c *Config, v string) error { *p(c) = v; return nil }, func(c *Config) string { return *p(c) }
+	}
+	dur := func(p func(*Config) *time.Duration) (func(*Config, string) error, func(*Config) string) {
+		return func(c *Config, v string) error {
+				d, err := time.ParseDuration(v)
+				if err != nil {
+					return fmt.Errorf("not a duration (e.g. 30s): %q", v)
+				}
+				*p(c) = d
+				return nil
+			}, func(c *Config) string {
+				return p(c).String()
+			}
+	}
+	var out []envVar
+	add := func(env, flag, help string, set func(*Config, string) error, get func(*Config) string) {
+		out = append(out, envVar{env, flag, help, set, get})
+	}
+	s, g := str(func(c *Config) *string { return &c.Addr })
+	add("SAVER_ADDR", "addr", "listen address (host:port; port 0 picks a free one)", s, g)
+	s, g = str(func(c *Config) *string { return &c.AddrFile })
+	add("SAVER_ADDR_FILE", "addr-file", "write the bound host:port to this file once listening", s, g)
+	s, g = str(func(c *Config) *string { return &c.Store })
+	add("SAVER_STORE", "store", "store: bolt (embedded file) or dynamodb", s, g)
+	s, g = str(func(c *Config) *string { return &c.DBPath })
+	add("SAVER_DB", "db", "path of the embedded store's file", s, g)
+	add("SAVER_MAX_BODY", "max-body", "largest request body in bytes",
+		func(c *Config, v string) error {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return fmt.Errorf("not a byte count: %q", v)
+			}
+			c.MaxBodyBytes = n
+			return nil
+		}, func(c *Config) string { return strconv.FormatInt(c.MaxBodyBytes, 10) })
+	add("SAVER_PAGE_SIZE", "page-size", "most checkpoints in one list response",
+		func(c *Config, v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return fmt.Errorf("not a number: %q", v)
+			}
+			c.PageSize = n
+			return nil
+		}, func(c *Config) string { return strconv.Itoa(c.PageSize) })
+	s, g = dur(func(c *Config) *time.Duration { return &c.RequestTimeout })
+	add("SAVER_REQUEST_TIMEOUT", "request-timeout", "longest store work for one request", s, g)
+	s, g = dur(func(c *Config) *time.Duration { return &c.ShutdownTimeout })
+	add("SAVER_SHUTDOWN_TIMEOUT", "shutdown-timeout", "how long SIGTERM waits for in-flight requests", s, g)
+	s, g = str(func(c *Config) *string { return &c.LogLevel })
+	add("LOG_LEVEL", "log-level", "debug, info, warn or error", s, g)
+	s, g = str(func(c *Config) *string { return &c.LogFormat })
+	add("LOG_FORMAT", "log-format", "text or json", s, g)
+	return out
+}
+
+// ConfigFromEnv returns the defaults overridden by the environment.
+func ConfigFromEnv(getenv func(string) string) (Config, error) {
+	c := DefaultConfig()
+	for _, s := range settings() {
+		if v := getenv(s.env); v != "" {
+			if err := s.set(&c, v); err != nil {
+				return c, fmt.Errorf("%s: %w", s.env, err)
+			}
+		}
+	}
+	return c, nil
+}
+
+// RegisterFlags adds one flag per setting to fs; flags override the
+// environment because their defaults are the values already in c.
+func (c *Config) RegisterFlags(fs *flag.FlagSet) {
+	for _, s := range settings() {
+		fs.Func(s.flag, fmt.Sprintf("%s (env %s, default %q)", s.help, s.env, s.get(c)), func(v string) error {
+			return s.set(c, v)
+		})
+	}
+}
+
+// Validate reports every problem in c at once.
+func (c *Config) Validate() error {
+	var errs []error
+	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+		errs = append(errs, fmt.Errorf("addr %q: %w", c.Addr, err))
+	}
+	switch c.Store {
+	case StoreBolt:
+		if c.DBPath == "" {
+			errs = append(errs, errors.New("db: a path is required for the bolt store"))
+		}
+	case StoreDynamoDB:
+	default:
+		errs = append(errs, fmt.Errorf("store %q: use %s or %s", c.Store, StoreBolt, StoreDynamoDB))
+	}
+	if c.MaxBodyBytes < 1024 {
+		errs = append(errs, fmt.Errorf("max-body %d: must be at least 1024", c.MaxBodyBytes))
+	}
+	if c.PageSize < 1 || c.PageSize > 1000 {
+		errs = append(errs, fmt.Errorf("page-size %d: must be between 1 and 1000", c.PageSize))
+	}
+	if c.RequestTimeout <= 0 || c.ShutdownTimeout <= 0 {
+		errs = append(errs, errors.New("timeouts must be positive"))
+	}
+	if _, err := parseLevel(c.LogLevel); err != nil {
+		errs = append(errs, err)
+	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		errs = append(errs, fmt.Errorf("log-format %q: use text or json", c.LogFormat))
+	}
+	return errors.Join(errs...)
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(strings.ToUpper(s))); err != nil {
+		return l, fmt.Errorf("log-level %q: use debug, info, warn or error", s)
+	}
+	return l, nil
+}

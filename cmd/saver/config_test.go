@@ -1,0 +1,95 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestConfigFromEnv(t *testing.T) {
+	tests := []struct {
+		name    string
+		env     map[string]string
+		args    []string
+		check   func(c Config) bool
+		wantErr string
+	}{
+		{"Defaults", nil, nil, func(c Config) bool {
+			return c.Addr == "127.0.0.1:7878" && c.Store == StoreBolt && c.DBPath == "data/saver.db"
+		}, ""},
+		{"EnvOverrides", map[string]string{"SAVER_ADDR": "127.0.0.1:0", "SAVER_DB": "x.db", "SAVER_REQUEST_TIMEOUT": "5s"}, nil,
+			func(c Config) bool {
+				return c.Addr == "127.0.0.1:0" && c.DBPath == "x.db" && c.RequestTimeout == 5*time.Second
+			}, ""},
+		{"FlagsOverrideEnv", map[string]string{"SAVER_DB": "env.db"}, []string{"-db", "flag.db", "-page-size", "7"},
+			func(c Config) bool { return c.DBPath == "flag.db" && c.PageSize == 7 }, ""},
+		{"BadDuration", map[string]string{"SAVER_REQUEST_TIMEOUT": "soon"}, nil, nil, "SAVER_REQUEST_TIMEOUT"},
+		{"BadStore", nil, []string{"-store", "redis"}, nil, "store \"redis\""},
+		{"BadAddr", nil, []string{"-addr", "nowhere"}, nil, "addr \"nowhere\""},
+		{"BadPageSize", nil, []string{"-page-size", "0"}, nil, "page-size 0"},
+		{"BadLevel", nil, []string{"-log-level", "loud"}, nil, "log-level"},
+		{"StrayArgument", nil, []string{"extra"}, nil, "unexpected arguments"},
+		{"UnknownFlag", nil, []string{"-nope"}, nil, "not defined"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := NewMain(io.Discard)
+			err := m.ParseFlags(tt.args, env(tt.env))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err=%v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tt.check(m.Config) {
+				t.Fatalf("config %+v does not hold", m.Config)
+			}
+		})
+	}
+}
+
+func TestSettingsHaveFlagsAndHelp(t *testing.T) {
+	c := DefaultConfig()
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	c.RegisterFlags(fs)
+	for _, s := range settings() {
+		if fs.Lookup(s.flag) == nil || s.help == "" || !strings.HasPrefix(s.env, "SAVER_") && !strings.HasPrefix(s.env, "LOG_") {
+			t.Fatalf("setting %+v incomplete", s.env)
+		}
+	}
+}
+
+// TestREADMEConfigTable keeps the README's configuration table honest: every
+// setting appears there with its flag and default.
+func TestREADMEConfigTable(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := DefaultConfig()
+	for _, s := range settings() {
+		def := s.get(&c)
+		if def == "" {
+			def = "none"
+		}
+		row := fmt.Sprintf("| `%s` | `-%s` | ", s.env, s.flag)
+		i := strings.Index(string(b), row)
+		if i < 0 {
+			t.Fatalf("README has no row starting %q", row)
+		}
+		line := string(b[i:])
+		line = line[:strings.IndexByte(line, '\n')]
+		if !strings.Contains(line, def) {
+			t.Fatalf("README row %q does not show the default %q", line, def)
+		}
+	}
+}

@@ -1,0 +1,186 @@
+// Command saver runs the checkpoint store as an HTTP service.
+//
+//	saver [serve] [flags]   start the service (the default command)
+//	saver version           print the version
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/saver-dev/saver"
+	"github.com/saver-dev/saver/api"
+	"github.com/saver-dev/saver/bolt"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "saver:", err)
+		}
+		os.Exit(2)
+	}
+}
+
+// run dispatches a subcommand; it returns when the command is done or ctx ends.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	cmd := "serve"
+	if len(args) > 0 && args[0] != "" && args[0][0] != '-' {
+		cmd, args = args[0], args[1:]
+	}
+	switch cmd {
+	case "serve":
+		m := NewMain(stderr)
+		if err := m.ParseFlags(args, getenv); err != nil {
+			return err
+		}
+		if err := m.Run(ctx); err != nil {
+			m.Close(context.Background())
+			return err
+		}
+		<-ctx.Done()
+		return m.Close(context.Background())
+	case "version":
+		fmt.Fprintln(stdout, version)
+		return nil
+	default:
+		return fmt.Errorf("unknown command %q; commands: serve, version", cmd)
+	}
+}
+
+// Main is the running service: its configuration and the parts it wired.
+type Main struct {
+	Config Config
+	Logger *slog.Logger
+
+	logOut io.Writer
+	store  interface {
+		saver.Store
+		io.Closer
+	}
+	server *api.Server
+}
+
+// NewMain returns a Main with the default configuration, logging to logOut.
+func NewMain(logOut io.Writer) *Main {
+	return &Main{Config: DefaultConfig(), logOut: logOut}
+}
+
+// ParseFlags reads the environment, then flags, then validates the result.
+func (m *Main) ParseFlags(args []string, getenv func(string) string) error {
+	c, err := ConfigFromEnv(getenv)
+	if err != nil {
+		return err
+	}
+	m.Config = c
+	fs := flag.NewFlagSet("saver serve", flag.ContinueOnError)
+	fs.SetOutput(m.logOut)
+	m.Config.RegisterFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	return m.Config.Validate()
+}
+
+// Run opens the store and starts serving. Listen errors come back here.
+func (m *Main) Run(ctx context.Context) error {
+	level, _ := parseLevel(m.Config.LogLevel)
+	opts := &slog.HandlerOptions{Level: level}
+	if m.Config.LogFormat == "json" {
+		m.Logger = slog.New(slog.NewJSONHandler(m.logOut, opts))
+	} else {
+		m.Logger = slog.New(slog.NewTextHandler(m.logOut, opts))
+	}
+
+	switch m.Config.Store {
+	case StoreBolt:
+		st, err := bolt.Open(m.Config.DBPath, bolt.WithLogger(m.Logger))
+		if err != nil {
+			return err
+		}
+		m.store = st
+	default:
+		return fmt.Errorf("store %q is not available in this build", m.Config.Store)
+	}
+
+	m.server = api.NewServer(m.store, m.Logger)
+	m.server.MaxBodyBytes = m.Config.MaxBodyBytes
+	m.server.PageSize = m.Config.PageSize
+	m.server.RequestTimeout = m.Config.RequestTimeout
+	if err := m.server.Open(m.Config.Addr); err != nil {
+		return err
+	}
+	addr := m.server.Addr()
+	if m.Config.AddrFile != "" {
+		if err := writeFileAtomic(m.Config.AddrFile, []byte(addr+"\n")); err != nil {
+			return fmt.Errorf("addr-file: %w", err)
+		}
+	}
+	if !isLoopback(addr) {
+		m.Logger.Warn("listening beyond loopback without authentication; anyone who can reach this address can read and change every thread", "addr", addr)
+	}
+	m.Logger.Info("saver listening", "addr", addr, "store", m.Config.Store, "version", version)
+	return nil
+}
+
+// Close drains in-flight requests for up to ShutdownTimeout, then closes the
+// store so that every acknowledged write is on disk.
+func (m *Main) Close(ctx context.Context) error {
+	var errs []error
+	if m.server != nil {
+		ctx, cancel := context.WithTimeout(ctx, m.Config.ShutdownTimeout)
+		defer cancel()
+		errs = append(errs, m.server.Close(ctx))
+	}
+	if m.store != nil {
+		errs = append(errs, m.store.Close())
+	}
+	if m.Logger != nil {
+		m.Logger.Info("saver stopped")
+	}
+	return errors.Join(errs...)
+}
+
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return host == "localhost" || (ip != nil && ip.IsLoopback())
+}
+
+// writeFileAtomic writes data so that a reader polling for the file never
+// sees it half-written.
+func writeFileAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".addr-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
