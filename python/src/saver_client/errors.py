@@ -1,0 +1,175 @@
+"""Errors raised by the saver client.
+
+Every failure surfaces as a `SaverError` carrying the service's error code, its
+message, the HTTP status and the request id (the one to quote when reading the
+service's logs). Subclasses let callers catch one kind without parsing codes.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BadResponseError",
+    "ConflictError",
+    "InternalServerError",
+    "InvalidRequestError",
+    "NoRouteError",
+    "NotFoundError",
+    "SaverConnectionError",
+    "SaverError",
+    "TooLargeError",
+    "UnauthorizedError",
+    "UnavailableError",
+    "UnsupportedMediaTypeError",
+    "error_from_response",
+]
+
+
+class SaverError(Exception):
+    """A request to the saver service failed."""
+
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        *,
+        status: int | None = None,
+        request_id: str | None = None,
+    ) -> None:
+        self.code = code
+        self.message = message
+        self.status = status
+        self.request_id = request_id
+        super().__init__(self._describe())
+
+    def _describe(self) -> str:
+        parts = [f"{self.code}: {self.message}"]
+        if self.status is not None:
+            parts.append(f"status={self.status}")
+        if self.request_id:
+            parts.append(f"request_id={self.request_id}")
+        return " ".join(parts)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        # Keyword-only constructor arguments would otherwise be lost when the
+        # error crosses a process boundary (e.g. multiprocessing, pickled logs).
+        return (
+            _rebuild,
+            (type(self), self.code, self.message, self.status, self.request_id),
+        )
+
+
+def _rebuild(
+    cls: type[SaverError],
+    code: str,
+    message: str,
+    status: int | None,
+    request_id: str | None,
+) -> SaverError:
+    return cls(code, message, status=status, request_id=request_id)
+
+
+class InvalidRequestError(SaverError):
+    """400 `invalid`: the request was malformed or a field was bad."""
+
+
+class UnauthorizedError(SaverError):
+    """401 `unauthorized`: no valid credentials."""
+
+
+class NotFoundError(SaverError):
+    """404 `not_found`: the checkpoint or thread does not exist."""
+
+
+class NoRouteError(SaverError):
+    """404/405 `no_route`: the URL or method is unknown, usually a wrong base URL."""
+
+
+class ConflictError(SaverError):
+    """409 `conflict`: a condition on stored state did not hold."""
+
+
+class TooLargeError(SaverError):
+    """413 `too_large`: a body or payload is over the service's limit."""
+
+
+class UnsupportedMediaTypeError(SaverError):
+    """415 `unsupported_media_type`: the body was neither msgpack nor JSON."""
+
+
+class InternalServerError(SaverError):
+    """5xx: the service failed; its log has details under the request id."""
+
+
+class UnavailableError(SaverError):
+    """503 `unavailable`: the backend is down or throttling; retried by the client."""
+
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        *,
+        status: int | None = None,
+        request_id: str | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        self.retry_after = retry_after
+        super().__init__(code, message, status=status, request_id=request_id)
+
+
+class SaverConnectionError(SaverError):
+    """The service could not be reached or the connection broke mid-request."""
+
+
+class BadResponseError(SaverError):
+    """The service answered with something that does not follow the wire protocol."""
+
+
+_BY_CODE: dict[str, type[SaverError]] = {
+    "invalid": InvalidRequestError,
+    "unauthorized": UnauthorizedError,
+    "not_found": NotFoundError,
+    "no_route": NoRouteError,
+    "conflict": ConflictError,
+    "too_large": TooLargeError,
+    "unsupported_media_type": UnsupportedMediaTypeError,
+    "unavailable": UnavailableError,
+    "internal": InternalServerError,
+}
+
+# Used when the body carries no known code (e.g. a proxy's HTML error page).
+# 404 deliberately maps to NoRouteError: only an explicit `not_found` from the
+# service may be read as "this checkpoint does not exist".
+_BY_STATUS: dict[int, type[SaverError]] = {
+    400: InvalidRequestError,
+    401: UnauthorizedError,
+    404: NoRouteError,
+    405: NoRouteError,
+    409: ConflictError,
+    413: TooLargeError,
+    415: UnsupportedMediaTypeError,
+    503: UnavailableError,
+}
+
+
+def error_from_response(
+    status: int,
+    code: str | None,
+    message: str,
+    *,
+    request_id: str | None = None,
+    retry_after: float | None = None,
+) -> SaverError:
+    """Build the exception for an error response."""
+    cls = _BY_CODE.get(code or "") or _BY_STATUS.get(status)
+    if cls is None:
+        cls = InternalServerError if status >= 500 else SaverError
+    code = code or f"http_{status}"
+    if cls is UnavailableError:
+        return UnavailableError(
+            code,
+            message,
+            status=status,
+            request_id=request_id,
+            retry_after=retry_after,
+        )
+    return cls(code, message, status=status, request_id=request_id)

@@ -1,0 +1,550 @@
+"""`HTTPSaver`: a LangGraph checkpoint saver that stores checkpoints in the saver service."""
+
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import enum
+import logging
+import os
+import random
+import uuid
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from types import TracebackType
+from typing import Any, cast
+from urllib.parse import quote, urlsplit
+
+import httpx
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    get_checkpoint_id,
+    get_serializable_checkpoint_metadata,
+)
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from saver_client._transport import RetryPolicy, Transport
+from saver_client._version import __version__
+from saver_client.errors import BadResponseError, NotFoundError
+
+__all__ = ["HTTPSaver"]
+
+logger = logging.getLogger("saver_client")
+
+URL_ENV = "SAVER_URL"
+API_KEY_ENV = "SAVER_API_KEY"
+
+# The blob stored for a channel that has a new version but no value, exactly as
+# InMemorySaver stores it; the service skips such blobs when resolving values.
+_EMPTY: dict[str, Any] = {"type": "empty", "data": b""}
+
+_PRUNE_STRATEGIES = ("keep_latest", "delete")
+
+Wire = dict[str, Any]
+
+
+class HTTPSaver(BaseCheckpointSaver[str]):
+    """A checkpoint saver backed by the saver HTTP service.
+
+    A drop-in replacement for `InMemorySaver`: `graph.compile(checkpointer=HTTPSaver(url))`.
+    Values are serialised on this side with `self.serde`, so an injected
+    serializer (for example `EncryptedSerializer`) keeps working and the service
+    only ever sees opaque bytes.
+
+    Sync methods use one shared, thread-safe connection pool; async methods use
+    one pool per event loop. Use it as a context manager, or call `close()` /
+    `aclose()`, to release connections.
+
+    Args:
+        url: Base URL of the service, e.g. `http://127.0.0.1:8080`. Defaults to
+            the `SAVER_URL` environment variable.
+        serde: Serializer for checkpoints, channel values and writes.
+        api_key: Sent as `Authorization: Bearer <api_key>`. Defaults to the
+            `SAVER_API_KEY` environment variable.
+        headers: Extra headers sent with every request.
+        timeout: Per-request timeout in seconds, or an `httpx.Timeout`.
+        retry: How connection failures and 503 answers are retried.
+    """
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        serde: SerializerProtocol | None = None,
+        api_key: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        timeout: float | httpx.Timeout = 30.0,
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        super().__init__(serde=serde)
+        base_url = url or os.environ.get(URL_ENV)
+        if not base_url:
+            raise ValueError(f"HTTPSaver needs the service URL: pass url= or set {URL_ENV}")
+        parts = urlsplit(base_url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ValueError(f"not an http(s) URL: {base_url!r}")
+        all_headers = {"User-Agent": f"saver-client/{__version__}"}
+        api_key = api_key if api_key is not None else os.environ.get(API_KEY_ENV)
+        if api_key:
+            all_headers["Authorization"] = f"Bearer {api_key}"
+        all_headers.update(headers or {})
+        self._transport = Transport(
+            base_url.rstrip("/"),
+            headers=all_headers,
+            timeout=timeout if isinstance(timeout, httpx.Timeout) else httpx.Timeout(timeout),
+            retry=retry or RetryPolicy(),
+        )
+
+    @property
+    def url(self) -> str:
+        """The service's base URL."""
+        return self._transport.base_url
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.url!r})"
+
+    # -- lifecycle ---------------------------------------------------------
+
+    def close(self) -> None:
+        """Release connections. The saver reconnects if it is used again."""
+        self._transport.close()
+
+    async def aclose(self) -> None:
+        """Release connections, closing the running loop's pool cleanly."""
+        await self._transport.aclose()
+
+    def __enter__(self) -> HTTPSaver:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    async def __aenter__(self) -> HTTPSaver:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    # -- versions ----------------------------------------------------------
+
+    def get_next_version(self, current: str | None, channel: None) -> str:
+        """Next channel version, computed locally exactly as InMemorySaver does.
+
+        The random suffix keeps two forks of one parent that both reach version
+        N+1 from sharing a blob key. Core calls this many times per step on its
+        hot path, so it must never touch the network.
+        """
+        if current is None:
+            current_v = 0
+        elif isinstance(current, int):
+            current_v = current
+        else:
+            current_v = int(current.split(".")[0])
+        next_v = current_v + 1
+        next_h = random.random()
+        return f"{next_v:032}.{next_h:016}"
+
+    # -- request building (shared by sync and async) -------------------------
+
+    def _typed(self, value: Any) -> Wire:
+        type_, data = self.serde.dumps_typed(value)
+        return {"type": type_, "data": data}
+
+    def _untyped(self, typed: Any) -> Any:
+        if not isinstance(typed, Mapping):
+            raise BadResponseError("bad_response", f"expected a typed value, got {typed!r:.80}")
+        data = typed.get("data", b"")
+        if isinstance(data, str):  # a JSON response carries bytes as base64
+            data = base64.b64decode(data)
+        return self.serde.loads_typed((str(typed["type"]), bytes(data)))
+
+    def _put_request(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> tuple[str, Wire]:
+        conf = config["configurable"]
+        thread_id = str(conf["thread_id"])
+        skeleton: dict[str, Any] = dict(checkpoint)
+        values: dict[str, Any] = skeleton.pop("channel_values", None) or {}
+        body = {
+            "checkpoint_ns": conf.get("checkpoint_ns") or "",
+            "checkpoint_id": checkpoint["id"],
+            # In put, the config names the parent: the checkpoint this one follows.
+            "parent_checkpoint_id": conf.get("checkpoint_id") or "",
+            "checkpoint": self._typed(skeleton),
+            "metadata": _jsonable(get_serializable_checkpoint_metadata(config, metadata)),
+            "channel_versions": {ch: str(v) for ch, v in checkpoint["channel_versions"].items()},
+            "blobs": [
+                {
+                    "channel": ch,
+                    "version": str(v),
+                    "value": self._typed(values[ch]) if ch in values else _EMPTY,
+                }
+                for ch, v in new_versions.items()
+            ],
+        }
+        return f"/v1/threads/{_seg(thread_id)}/checkpoints", body
+
+    def _writes_request(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str,
+    ) -> tuple[str, Wire] | None:
+        conf = config["configurable"]
+        by_key: dict[int, Wire] = {}
+        for pos, (channel, value) in enumerate(writes):
+            idx = WRITES_IDX_MAP.get(channel, pos)
+            # A later write to the same special channel replaces an earlier one,
+            # as in InMemorySaver; the service rejects duplicate keys in one call.
+            by_key[idx] = {
+                "task_id": task_id,
+                "task_path": task_path,
+                "idx": idx,
+                "channel": channel,
+                "value": self._typed(value),
+            }
+        if not by_key:
+            return None
+        body = {
+            "checkpoint_ns": conf.get("checkpoint_ns") or "",
+            "checkpoint_id": conf["checkpoint_id"],
+            "writes": list(by_key.values()),
+        }
+        return f"/v1/threads/{_seg(str(conf['thread_id']))}/writes", body
+
+    @staticmethod
+    def _get_request(config: RunnableConfig) -> tuple[str, dict[str, str]]:
+        conf = config["configurable"]
+        params = {"checkpoint_ns": conf.get("checkpoint_ns") or ""}
+        if checkpoint_id := get_checkpoint_id(config):
+            params["checkpoint_id"] = checkpoint_id
+        return f"/v1/threads/{_seg(str(conf['thread_id']))}/checkpoint", params
+
+    @staticmethod
+    def _search_request(
+        config: RunnableConfig | None,
+        filter: dict[str, Any] | None,
+        before: RunnableConfig | None,
+    ) -> Wire:
+        conf: Mapping[str, Any] = (config or {}).get("configurable") or {}
+        thread_id = conf.get("thread_id")
+        # An absent checkpoint_ns means every namespace; "" means the root graph.
+        ns = conf.get("checkpoint_ns")
+        return {
+            "thread_id": None if thread_id is None else str(thread_id),
+            "checkpoint_ns": ns,
+            "checkpoint_id": (get_checkpoint_id(config) if config else None) or None,
+            "before": (get_checkpoint_id(before) if before else None) or None,
+            "filter": _jsonable(filter) if filter else None,
+        }
+
+    def _to_tuple(self, wire: Any) -> CheckpointTuple:
+        try:
+            thread_id = wire["thread_id"]
+            ns = wire["checkpoint_ns"]
+            checkpoint_id = wire["checkpoint_id"]
+            skeleton = self._untyped(wire["checkpoint"])
+            values = {
+                v["channel"]: self._untyped(v["value"])
+                for v in wire.get("values") or ()
+                if v["value"]["type"] != "empty"
+            }
+            pending = [
+                (w["task_id"], w["channel"], self._untyped(w["value"]))
+                for w in wire.get("writes") or ()
+            ]
+            parent_id = wire.get("parent_checkpoint_id") or None
+            metadata = wire.get("metadata") or {}
+        except (KeyError, TypeError) as exc:
+            raise BadResponseError("bad_response", f"malformed checkpoint tuple: {exc!r}") from exc
+        return CheckpointTuple(
+            config=_config(thread_id, ns, checkpoint_id),
+            checkpoint=cast(Checkpoint, {**skeleton, "channel_values": values}),
+            metadata=cast(CheckpointMetadata, metadata),
+            parent_config=_config(thread_id, ns, parent_id) if parent_id else None,
+            pending_writes=pending,
+        )
+
+    @staticmethod
+    def _page(result: Any) -> tuple[list[Any], str | None]:
+        if not isinstance(result, Mapping) or not isinstance(result.get("tuples"), list):
+            raise BadResponseError("bad_response", "search answered without a tuples list")
+        cursor = result.get("next_cursor") or None
+        if cursor is not None and not result["tuples"]:
+            # Following it would loop forever without making progress.
+            raise BadResponseError("bad_response", "search returned an empty page with a cursor")
+        return result["tuples"], cursor
+
+    # -- sync API ----------------------------------------------------------
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """The checkpoint named by config, or the latest of (thread, ns); None if absent."""
+        path, params = self._get_request(config)
+        try:
+            wire = self._transport.request("GET", path, params=params)
+        except NotFoundError:
+            return None
+        return self._to_tuple(wire)
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        """Checkpoints matching the arguments, newest first, fetched page by page."""
+        if limit is not None and limit <= 0:
+            return
+        search = self._search_request(config, filter, before)
+        remaining, cursor = limit, None
+        while True:
+            result = self._transport.request(
+                "POST",
+                "/v1/checkpoints/search",
+                body={**search, "limit": remaining, "cursor": cursor},
+            )
+            tuples, cursor = self._page(result)
+            for wire in tuples[:remaining]:
+                yield self._to_tuple(wire)
+            if remaining is not None:
+                remaining -= len(tuples)
+                if remaining <= 0:
+                    return
+            if cursor is None:
+                return
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """Store a checkpoint and the blobs of its new channel versions."""
+        path, body = self._put_request(config, checkpoint, metadata, new_versions)
+        return _stored_config(self._transport.request("POST", path, body=body))
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Store a task's pending writes against the checkpoint in config."""
+        req = self._writes_request(config, writes, task_id, task_path)
+        if req is not None:
+            self._transport.request("POST", req[0], body=req[1])
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Delete every checkpoint, blob and write of a thread, in all namespaces."""
+        self._transport.request("DELETE", f"/v1/threads/{_seg(str(thread_id))}")
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Delete the checkpoints (and their writes) whose metadata run_id is in run_ids."""
+        if run_ids:
+            self._transport.request(
+                "POST", "/v1/runs/delete", body={"run_ids": [str(r) for r in run_ids]}
+            )
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Copy a thread with ids and parent links unchanged.
+
+        Raises NotFoundError when the source has no checkpoint.
+        """
+        self._transport.request(
+            "POST",
+            f"/v1/threads/{_seg(str(source_thread_id))}/copy",
+            body={"target_thread_id": str(target_thread_id)},
+        )
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """Keep only the newest checkpoint per namespace ("keep_latest"), or delete all."""
+        _check_strategy(strategy)
+        if thread_ids:
+            self._transport.request(
+                "POST",
+                "/v1/threads/prune",
+                body={"thread_ids": [str(t) for t in thread_ids], "strategy": strategy},
+            )
+
+    # -- async API ---------------------------------------------------------
+    # Overridden on the class (not delegated to the base) because both the
+    # conformance suite and the Agent Server detect capabilities that way.
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """Async `get_tuple`."""
+        path, params = self._get_request(config)
+        try:
+            wire = await self._transport.arequest("GET", path, params=params)
+        except NotFoundError:
+            return None
+        return self._to_tuple(wire)
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        """Async `list`."""
+        if limit is not None and limit <= 0:
+            return
+        search = self._search_request(config, filter, before)
+        remaining, cursor = limit, None
+        while True:
+            result = await self._transport.arequest(
+                "POST",
+                "/v1/checkpoints/search",
+                body={**search, "limit": remaining, "cursor": cursor},
+            )
+            tuples, cursor = self._page(result)
+            for wire in tuples[:remaining]:
+                yield self._to_tuple(wire)
+            if remaining is not None:
+                remaining -= len(tuples)
+                if remaining <= 0:
+                    return
+            if cursor is None:
+                return
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """Async `put`."""
+        path, body = self._put_request(config, checkpoint, metadata, new_versions)
+        return _stored_config(await self._transport.arequest("POST", path, body=body))
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Async `put_writes`."""
+        req = self._writes_request(config, writes, task_id, task_path)
+        if req is not None:
+            await self._transport.arequest("POST", req[0], body=req[1])
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        """Async `delete_thread`."""
+        await self._transport.arequest("DELETE", f"/v1/threads/{_seg(str(thread_id))}")
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Async `delete_for_runs`."""
+        if run_ids:
+            await self._transport.arequest(
+                "POST", "/v1/runs/delete", body={"run_ids": [str(r) for r in run_ids]}
+            )
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Async `copy_thread`."""
+        await self._transport.arequest(
+            "POST",
+            f"/v1/threads/{_seg(str(source_thread_id))}/copy",
+            body={"target_thread_id": str(target_thread_id)},
+        )
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """Async `prune`."""
+        _check_strategy(strategy)
+        if thread_ids:
+            await self._transport.arequest(
+                "POST",
+                "/v1/threads/prune",
+                body={"thread_ids": [str(t) for t in thread_ids], "strategy": strategy},
+            )
+
+
+def _seg(value: str) -> str:
+    """Percent-escape a path segment: thread ids may hold '/', '%', spaces, unicode."""
+    return quote(value, safe="")
+
+
+def _config(thread_id: str, ns: str, checkpoint_id: str) -> RunnableConfig:
+    return {
+        "configurable": {
+            "thread_id": thread_id,
+            "checkpoint_ns": ns,
+            "checkpoint_id": checkpoint_id,
+        }
+    }
+
+
+def _stored_config(wire: Any) -> RunnableConfig:
+    try:
+        return _config(wire["thread_id"], wire["checkpoint_ns"], wire["checkpoint_id"])
+    except (KeyError, TypeError) as exc:
+        raise BadResponseError("bad_response", f"malformed put answer: {exc!r}") from exc
+
+
+def _check_strategy(strategy: str) -> None:
+    if strategy not in _PRUNE_STRATEGIES:
+        raise ValueError(f"unknown prune strategy {strategy!r}; use one of {_PRUNE_STRATEGIES}")
+
+
+def _jsonable(value: Any, _depth: int = 0) -> Any:
+    """Metadata as the JSON-like values the service stores and filters on.
+
+    Tuples become lists (as in any JSON store: `counters_since_delta_snapshot`
+    holds tuples); a few common scalars take their JSON spelling. Anything else
+    is refused here rather than stored in a shape nobody can filter on.
+    """
+    if _depth > 32:
+        raise TypeError("metadata nested too deeply")
+    if isinstance(value, enum.Enum):  # before str/int: StrEnum and IntEnum are both
+        return _jsonable(value.value, _depth + 1)
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return value
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            if isinstance(k, enum.Enum):
+                k = k.value
+            if isinstance(k, bool) or k is None:
+                k = "true" if k is True else "false" if k is False else "null"
+            elif isinstance(k, (int, float)):
+                k = str(k)  # as json.dumps spells non-string keys
+            elif not isinstance(k, str):
+                raise TypeError(f"metadata key {k!r} is not a string")
+            out[k] = _jsonable(v, _depth + 1)
+        return out
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v, _depth + 1) for v in value]
+    if isinstance(value, (_dt.datetime, _dt.date, _dt.time)):
+        return value.isoformat()
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    raise TypeError(
+        f"metadata value of type {type(value).__name__} is not JSON-like; "
+        "use str, int, float, bool, None, list or dict"
+    )
