@@ -318,3 +318,23 @@ func TestHealth(t *testing.T) {
 		}
 	}
 }
+
+func TestPanicRecovered(t *testing.T) {
+	s := MustServer(t, &mock.Store{GetTupleFn: func(context.Context, saver.CheckpointRef) (*saver.Tuple, error) {
+		panic("store bug")
+	}})
+	rec := do(t, s, "GET", "/v1/threads/t/checkpoint", "", nil)
+	if got, want := rec.Code, http.StatusInternalServerError; got != want {
+		t.Fatalf("Code=%d, want %d", got, want)
+	}
+	if got, want := errorCode(t, rec), "internal"; got != want {
+		t.Fatalf("code=%q, want %q", got, want)
+	}
+	if rec.Header().Get("X-Request-ID") == "" {
+		t.Fatal("no request id on a recovered panic")
+	}
+	// The server keeps serving after a panic.
+	if rec := do(t, s, "GET", "/healthz", "", nil); rec.Code != http.StatusOK {
+		t.Fatalf("healthz after panic: Code=%d", rec.Code)
+	}
+}

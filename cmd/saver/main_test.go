@@ -1,0 +1,99 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// syncBuffer is a log sink safe for the server's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestRun_ServesThenStopsOnSignal runs the serve command as main does, with
+// the signal context cancelled as SIGTERM would: it must serve, stop cleanly
+// and release the store file.
+func TestRun_ServesThenStopsOnSignal(t *testing.T) {
+	dir := t.TempDir()
+	addrFile, db := filepath.Join(dir, "addr"), filepath.Join(dir, "sub", "saver.db")
+	ctx, cancel := context.WithCancel(context.Background())
+	logs := &syncBuffer{}
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"serve", "-addr", "127.0.0.1:0", "-addr-file", addrFile, "-db", db},
+			func(string) string { return "" }, io.Discard, logs)
+	}()
+
+	var addr string
+	deadline := time.Now().Add(10 * time.Second)
+	for addr == "" {
+		select {
+		case err := <-done:
+			t.Fatalf("run ended early: %v\n%s", err, logs)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no addr file after 10s\n%s", logs)
+		}
+		if b, err := os.ReadFile(addrFile); err == nil {
+			addr = strings.TrimSpace(string(b))
+		} else {
+			time.Sleep(5 * time.Millisecond) // polling the file the server writes
+		}
+	}
+	resp, err := http.Get("http://" + addr + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("readyz: %d", resp.StatusCode)
+	}
+
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if !strings.Contains(logs.String(), "saver stopped") {
+		t.Fatalf("no shutdown log:\n%s", logs)
+	}
+	// The store file is closed: a second server can open it at once.
+	m := NewMain(io.Discard)
+	if err := m.ParseFlags([]string{"-addr", "127.0.0.1:0", "-db", db}, func(string) string { return "" }); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Run(context.Background()); err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	if err := m.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRun_UnknownCommand(t *testing.T) {
+	err := run(context.Background(), []string{"frobnicate"}, func(string) string { return "" }, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "unknown command") {
+		t.Fatalf("err=%v", err)
+	}
+}
