@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/saver-dev/saver"
 )
@@ -99,5 +100,33 @@ func TestErrorCode(t *testing.T) {
 	}
 	if got := saver.ErrorMessage(errors.New("secret path")); got != "Internal error." {
 		t.Fatalf("internal message leaked: %q", got)
+	}
+}
+
+func TestExtendedBlobExpiry(t *testing.T) {
+	now := time.Unix(1000, 0)
+	tests := []struct {
+		name             string
+		checkpoint, blob int64
+		want             int64
+		write            bool
+	}{
+		{"BlobForever", 2000, 0, 0, false},
+		{"CheckpointForever", 0, 1500, 0, true},
+		{"BlobOutlives", 2000, 2500, 2500, false},
+		{"BlobEqual", 2000, 2000, 2000, false},
+		{"BlobShorterGetsTwiceRemaining", 2000, 1500, 3000, true},
+		{"CheckpointAlreadyPast", 900, 800, 900, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, write := saver.ExtendedBlobExpiry(tt.checkpoint, tt.blob, now)
+			if got != tt.want || write != tt.write {
+				t.Fatalf("=(%d,%v), want (%d,%v)", got, write, tt.want, tt.write)
+			}
+		})
+	}
+	if !saver.Expired(1000, now) || saver.Expired(1001, now) || saver.Expired(0, now) {
+		t.Fatal("Expired boundaries wrong")
 	}
 }

@@ -46,6 +46,12 @@ type Checkpoint struct {
 	// ChannelVersions maps each channel to its current version, as a string.
 	// Blobs are looked up by (channel, version) through this map.
 	ChannelVersions map[string]string
+
+	// Scope is the thread's retention scope when the checkpoint was put.
+	Scope Scope
+	// ExpiresAt is when the checkpoint expires, in epoch seconds; 0 never.
+	// See Expiry for what it implies for the checkpoint's blobs and writes.
+	ExpiresAt int64
 }
 
 // Blob is one channel's value at one version. Blobs are keyed by
@@ -85,6 +91,8 @@ type PutCheckpoint struct {
 type PutWrites struct {
 	CheckpointRef
 	Writes []Write
+	// ExpiresAt is when the writes expire, in epoch seconds; 0 never.
+	ExpiresAt int64
 }
 
 // Tuple is a checkpoint with everything a reader needs to rebuild LangGraph's

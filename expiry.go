@@ -1,0 +1,79 @@
+package saver
+
+import (
+	"context"
+	"time"
+)
+
+// Scope is a thread's retention class, chosen per thread by the client.
+type Scope string
+
+const (
+	// ScopeSession: short-lived data (a chat session); expires after hours.
+	ScopeSession Scope = "session"
+	// ScopePersistent: long-lived data; expires after a long time or never.
+	ScopePersistent Scope = "persistent"
+)
+
+// Validate accepts the two scopes and "" (the server's default).
+func (s Scope) Validate() error {
+	switch s {
+	case "", ScopeSession, ScopePersistent:
+		return nil
+	}
+	return Errorf(EINVALID, "scope %q is unknown; use %q or %q.", s, ScopeSession, ScopePersistent)
+}
+
+// Expired reports whether an item with expiresAt (epoch seconds, 0 = never)
+// has expired at now. Stores filter every read with it: backends reap
+// expired items late (DynamoDB within days), so reads must not rely on it.
+func Expired(expiresAt int64, now time.Time) bool {
+	return expiresAt != 0 && expiresAt <= now.Unix()
+}
+
+// Later returns the later of two expiries, where 0 (never) is the latest.
+func Later(a, b int64) int64 {
+	if a == 0 || b == 0 {
+		return 0
+	}
+	return max(a, b)
+}
+
+// Expiry invariants, which every store keeps:
+//
+//   - A checkpoint is invisible once expired (get, list, tree, copy).
+//   - Writes are invisible once expired.
+//   - A blob lives at least as long as every checkpoint that references it:
+//     blobs are shared across checkpoints (an unchanged channel is never
+//     rewritten), so putting a checkpoint extends the expiry of the blobs it
+//     references when theirs is earlier. To keep that rare, an extended blob
+//     gets twice the remaining lifetime of the checkpoint that extended it.
+//   - A pinned checkpoint (ExpiresAt 0) pins its blobs and writes too.
+
+// Expirer is implemented by stores that can change a stored checkpoint's
+// expiry: pinning (expiresAt 0) and refresh-on-read.
+type Expirer interface {
+	// SetExpiry sets the checkpoint's expiry and extends (never shortens)
+	// the expiry of its blobs and writes to match.
+	// Returns ENOTFOUND if the checkpoint does not exist or has expired.
+	SetExpiry(ctx context.Context, ref CheckpointRef, expiresAt int64) error
+}
+
+// ExtendedBlobExpiry applies the blob rule above: given the expiry of a
+// checkpoint being put and of a blob it references, it returns the blob's new
+// expiry and whether it must be written.
+func ExtendedBlobExpiry(checkpoint, blob int64, now time.Time) (int64, bool) {
+	switch {
+	case blob == 0:
+		return 0, false // never expires already
+	case checkpoint == 0:
+		return 0, true // pinned or persistent forever: so is the blob
+	case blob >= checkpoint:
+		return blob, false
+	}
+	remaining := checkpoint - now.Unix()
+	if remaining < 0 {
+		remaining = 0
+	}
+	return checkpoint + remaining, true
+}
