@@ -36,6 +36,8 @@ type putCheckpointRequest struct {
 	Metadata           map[string]any    `json:"metadata" msgpack:"metadata"`
 	ChannelVersions    map[string]string `json:"channel_versions" msgpack:"channel_versions"`
 	Blobs              []saver.Blob      `json:"blobs" msgpack:"blobs"`
+	// Scope is the thread's retention scope; "" takes the server's default.
+	Scope saver.Scope `json:"scope" msgpack:"scope"`
 }
 
 type configResponse struct {
@@ -53,6 +55,10 @@ func (s *Server) handleCheckpointPut(c echo.Context) error {
 	if err := bind(c, &req); err != nil {
 		return err
 	}
+	if err := req.Scope.Validate(); err != nil {
+		return err
+	}
+	scope := s.TTL.Resolve(req.Scope)
 	in := saver.PutCheckpoint{
 		Checkpoint: saver.Checkpoint{
 			CheckpointRef:   saver.CheckpointRef{Tenant: s.tenant(c), ThreadID: tid, NS: req.CheckpointNS, ID: req.CheckpointID},
@@ -60,6 +66,8 @@ func (s *Server) handleCheckpointPut(c echo.Context) error {
 			Body:            req.Checkpoint,
 			Metadata:        req.Metadata,
 			ChannelVersions: req.ChannelVersions,
+			Scope:           scope,
+			ExpiresAt:       s.TTL.ExpiresAt(scope, s.Now()),
 		},
 		Blobs: req.Blobs,
 	}
@@ -82,6 +90,9 @@ type tupleResponse struct {
 	ChannelVersions    map[string]string `json:"channel_versions" msgpack:"channel_versions"`
 	Values             []saver.Blob      `json:"values" msgpack:"values"`
 	Writes             []saver.Write     `json:"writes" msgpack:"writes"`
+	Scope              saver.Scope       `json:"scope" msgpack:"scope"`
+	// ExpiresAt is epoch seconds; 0 means never.
+	ExpiresAt int64 `json:"expires_at" msgpack:"expires_at"`
 }
 
 func newTupleResponse(t *saver.Tuple) tupleResponse {
@@ -95,6 +106,8 @@ func newTupleResponse(t *saver.Tuple) tupleResponse {
 		ChannelVersions:    t.ChannelVersions,
 		Values:             t.Values,
 		Writes:             t.Writes,
+		Scope:              t.Scope,
+		ExpiresAt:          t.ExpiresAt,
 	}
 	// Empty collections go out as [] and {}, never null, so clients need no
 	// special case.
@@ -131,7 +144,56 @@ func (s *Server) handleCheckpointGet(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := s.refresh(c, t); err != nil {
+		return err
+	}
 	return respond(c, http.StatusOK, newTupleResponse(t))
+}
+
+// refresh extends a read checkpoint's expiry when the policy asks for it, so
+// that a thread in use never expires under its agent.
+func (s *Server) refresh(c echo.Context, t *saver.Tuple) error {
+	if s.Expirer == nil {
+		return nil
+	}
+	exp, ok := s.TTL.Refresh(&t.Checkpoint, s.Now())
+	if !ok {
+		return nil
+	}
+	if err := s.Expirer.SetExpiry(c.Request().Context(), t.CheckpointRef, exp); err != nil {
+		return err
+	}
+	t.ExpiresAt = exp
+	return nil
+}
+
+type pinRequest struct {
+	CheckpointNS string `json:"checkpoint_ns" msgpack:"checkpoint_ns"`
+	CheckpointID string `json:"checkpoint_id" msgpack:"checkpoint_id"`
+}
+
+// handleCheckpointPin makes a checkpoint, its blobs and its writes never
+// expire, whatever the thread's scope.
+func (s *Server) handleCheckpointPin(c echo.Context) error {
+	tid, err := threadID(c)
+	if err != nil {
+		return err
+	}
+	var req pinRequest
+	if err := bind(c, &req); err != nil {
+		return err
+	}
+	ref := saver.CheckpointRef{Tenant: s.tenant(c), ThreadID: tid, NS: req.CheckpointNS, ID: req.CheckpointID}
+	if err := ref.Validate(); err != nil {
+		return err
+	}
+	if ref.ID == "" {
+		return saver.Errorf(saver.EINVALID, "checkpoint_id is required.")
+	}
+	if err := s.Expirer.SetExpiry(c.Request().Context(), ref, 0); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
 }
 
 type searchRequest struct {

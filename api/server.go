@@ -14,6 +14,7 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 
 	"github.com/saver-dev/saver"
+	"github.com/saver-dev/saver/ttl"
 )
 
 // Defaults for the Server's knobs.
@@ -46,6 +47,13 @@ type Server struct {
 	PageSize int
 	// RequestTimeout bounds the store work of one request.
 	RequestTimeout time.Duration
+	// TTL turns a thread's scope into expiry times.
+	TTL ttl.Policy
+	// Expirer pins checkpoints and refreshes expiry on read; taken from the
+	// store when it implements it.
+	Expirer saver.Expirer
+	// Now is the clock for expiry times; tests replace it.
+	Now func() time.Time
 
 	echo   *echo.Echo
 	server *http.Server
@@ -63,7 +71,10 @@ func NewServer(store saver.Store, logger *slog.Logger) *Server {
 		MaxBodyBytes:   DefaultMaxBodyBytes,
 		PageSize:       DefaultPageSize,
 		RequestTimeout: DefaultRequestTimeout,
+		TTL:            ttl.DefaultPolicy(),
+		Now:            time.Now,
 	}
+	s.Expirer, _ = store.(saver.Expirer)
 	s.Tree, _ = store.(saver.TreeStore)
 	s.Ledger, _ = store.(saver.Ledger)
 	return s
@@ -134,6 +145,9 @@ func (s *Server) newEcho() *echo.Echo {
 	}
 	if s.Ledger != nil {
 		s.registerLedgerRoutes(e.Group("/v1"))
+	}
+	if s.Expirer != nil {
+		e.Group("/v1").POST("/threads/:thread_id/checkpoints/pin", s.handleCheckpointPin)
 	}
 	return e
 }

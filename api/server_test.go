@@ -146,6 +146,7 @@ func TestCheckpointPut_Msgpack(t *testing.T) {
 			Body:            saver.Typed{Type: "msgpack", Data: []byte{1, 2, 3}},
 			Metadata:        saver.Metadata{"source": "loop", "step": int64(1), "score": 0.5, "parents": map[string]any{}},
 			ChannelVersions: map[string]string{"a": "1"},
+			Scope:           saver.ScopePersistent, // the default policy's scope, which never expires
 		},
 		Blobs: []saver.Blob{{Channel: "a", Version: "1", Value: saver.Typed{Type: "msgpack", Data: []byte{9}}}},
 	}

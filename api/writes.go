@@ -16,6 +16,7 @@ type putWritesRequest struct {
 	CheckpointNS string        `json:"checkpoint_ns" msgpack:"checkpoint_ns"`
 	CheckpointID string        `json:"checkpoint_id" msgpack:"checkpoint_id"`
 	Writes       []saver.Write `json:"writes" msgpack:"writes"`
+	Scope        saver.Scope   `json:"scope" msgpack:"scope"`
 }
 
 func (s *Server) handleWritesPut(c echo.Context) error {
@@ -27,12 +28,16 @@ func (s *Server) handleWritesPut(c echo.Context) error {
 	if err := bind(c, &req); err != nil {
 		return err
 	}
+	if err := req.Scope.Validate(); err != nil {
+		return err
+	}
 	if len(req.Writes) > MaxWritesPerRequest {
 		return saver.Errorf(saver.ETOOLARGE, "%d writes in one request; the limit is %d.", len(req.Writes), MaxWritesPerRequest)
 	}
 	in := saver.PutWrites{
 		CheckpointRef: saver.CheckpointRef{Tenant: s.tenant(c), ThreadID: tid, NS: req.CheckpointNS, ID: req.CheckpointID},
 		Writes:        req.Writes,
+		ExpiresAt:     s.TTL.ExpiresAt(req.Scope, s.Now()),
 	}
 	if err := in.Validate(); err != nil {
 		return err

@@ -25,6 +25,7 @@ type Store struct {
 	ClaimFn     func(ctx context.Context, in saver.ClaimRequest) (*saver.Claim, error)
 	CompleteFn  func(ctx context.Context, tenant, key, token string, result saver.Typed) error
 	FailFn      func(ctx context.Context, tenant, key, token string, failure saver.ClaimError) error
+	SetExpiryFn func(ctx context.Context, ref saver.CheckpointRef, expiresAt int64) error
 }
 
 func (s *Store) PutCheckpoint(ctx context.Context, in saver.PutCheckpoint) error {
@@ -62,6 +63,7 @@ func (s *Store) Prune(ctx context.Context, tenant string, threadIDs []string, st
 var (
 	_ saver.TreeStore = (*Store)(nil)
 	_ saver.Ledger    = (*Store)(nil)
+	_ saver.Expirer   = (*Store)(nil)
 )
 
 func (s *Store) ListNodes(ctx context.Context, tenant, threadID string) ([]saver.Node, error) {
@@ -78,4 +80,8 @@ func (s *Store) Complete(ctx context.Context, tenant, key, token string, result 
 
 func (s *Store) Fail(ctx context.Context, tenant, key, token string, failure saver.ClaimError) error {
 	return s.FailFn(ctx, tenant, key, token, failure)
+}
+
+func (s *Store) SetExpiry(ctx context.Context, ref saver.CheckpointRef, expiresAt int64) error {
+	return s.SetExpiryFn(ctx, ref, expiresAt)
 }

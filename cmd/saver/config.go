@@ -9,6 +9,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/saver-dev/saver"
+	"github.com/saver-dev/saver/ttl"
 )
 
 // Store kinds selectable with SAVER_STORE or -store.
@@ -30,6 +33,7 @@ type Config struct {
 	ShutdownTimeout time.Duration // how long SIGTERM waits for in-flight requests
 	LogLevel        string        // debug, info, warn, error
 	LogFormat       string        // text or json
+	TTL             ttl.Policy    // retention by scope
 }
 
 // DefaultConfig is what `saver serve` runs with when nothing is set: the
@@ -45,6 +49,7 @@ func DefaultConfig() Config {
 		ShutdownTimeout: 15 * time.Second,
 		LogLevel:        "info",
 		LogFormat:       "text",
+		TTL:             ttl.DefaultPolicy(),
 	}
 }
 
@@ -106,6 +111,22 @@ func settings() []envVar {
 	add("SAVER_REQUEST_TIMEOUT", "request-timeout", "longest store work for one request", s, g)
 	s, g = dur(func(c *Config) *time.Duration { return &c.ShutdownTimeout })
 	add("SAVER_SHUTDOWN_TIMEOUT", "shutdown-timeout", "how long SIGTERM waits for in-flight requests", s, g)
+	add("SAVER_DEFAULT_SCOPE", "default-scope", "retention scope of threads whose client names none: session or persistent",
+		func(c *Config, v string) error { c.TTL.Default = saver.Scope(v); return nil },
+		func(c *Config) string { return string(c.TTL.Default) })
+	s, g = dur(func(c *Config) *time.Duration { return &c.TTL.Session })
+	add("SAVER_SESSION_TTL", "session-ttl", "how long a session thread's data lives after it is written", s, g)
+	s, g = dur(func(c *Config) *time.Duration { return &c.TTL.Persistent })
+	add("SAVER_PERSISTENT_TTL", "persistent-ttl", "how long a persistent thread's data lives; 0s keeps it forever", s, g)
+	add("SAVER_TTL_REFRESH_ON_READ", "ttl-refresh-on-read", "extend a checkpoint's expiry when it is read in the second half of its life",
+		func(c *Config, v string) error {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return fmt.Errorf("not a boolean: %q", v)
+			}
+			c.TTL.RefreshOnRead = b
+			return nil
+		}, func(c *Config) string { return strconv.FormatBool(c.TTL.RefreshOnRead) })
 	s, g = str(func(c *Config) *string { return &c.LogLevel })
 	add("LOG_LEVEL", "log-level", "debug, info, warn or error", s, g)
 	s, g = str(func(c *Config) *string { return &c.LogFormat })
@@ -159,6 +180,9 @@ func (c *Config) Validate() error {
 	}
 	if c.RequestTimeout <= 0 || c.ShutdownTimeout <= 0 {
 		errs = append(errs, errors.New("timeouts must be positive"))
+	}
+	if err := c.TTL.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		errs = append(errs, err)

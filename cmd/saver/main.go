@@ -124,6 +124,7 @@ func (m *Main) Run(ctx context.Context) error {
 	m.server.MaxBodyBytes = m.Config.MaxBodyBytes
 	m.server.PageSize = m.Config.PageSize
 	m.server.RequestTimeout = m.Config.RequestTimeout
+	m.server.TTL = m.Config.TTL
 	if err := m.server.Open(m.Config.Addr); err != nil {
 		return err
 	}

@@ -1,0 +1,88 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/saver-dev/saver"
+	"github.com/saver-dev/saver/mock"
+	"github.com/saver-dev/saver/ttl"
+)
+
+func TestExpiry(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	var put saver.PutCheckpoint
+	var writes saver.PutWrites
+	type setExpiry struct {
+		ref saver.CheckpointRef
+		exp int64
+	}
+	var set []setExpiry
+	stored := &saver.Tuple{Checkpoint: saver.Checkpoint{
+		CheckpointRef: saver.CheckpointRef{ThreadID: "t", ID: "c1"},
+		Body:          saver.Typed{Type: "msgpack"},
+		Scope:         saver.ScopeSession,
+		ExpiresAt:     now.Unix() + 600, // second half of a 1h lifetime
+	}}
+	s := MustServer(t, &mock.Store{
+		PutCheckpointFn: func(_ context.Context, in saver.PutCheckpoint) error { put = in; return nil },
+		PutWritesFn:     func(_ context.Context, in saver.PutWrites) error { writes = in; return nil },
+		GetTupleFn: func(context.Context, saver.CheckpointRef) (*saver.Tuple, error) {
+			cp := *stored
+			return &cp, nil
+		},
+		SetExpiryFn: func(_ context.Context, ref saver.CheckpointRef, exp int64) error {
+			set = append(set, setExpiry{ref, exp})
+			return nil
+		},
+	})
+	s.Now = func() time.Time { return now }
+	s.TTL = ttl.Policy{Default: saver.ScopePersistent, Session: time.Hour, RefreshOnRead: true}
+
+	body := putBody()
+	body["scope"] = "session"
+	b, _ := json.Marshal(body)
+	if rec := do(t, s, "POST", "/v1/threads/t/checkpoints", "application/json", b); rec.Code != 200 {
+		t.Fatalf("put: Code=%d body %s", rec.Code, rec.Body)
+	}
+	if put.Scope != saver.ScopeSession || put.ExpiresAt != now.Unix()+3600 {
+		t.Fatalf("put scope=%q expires=%d, want session and now+1h", put.Scope, put.ExpiresAt)
+	}
+
+	w := `{"checkpoint_id":"c1","scope":"session","writes":[{"task_id":"t","idx":0,"channel":"a","value":{"type":"null","data":""}}]}`
+	if rec := do(t, s, "POST", "/v1/threads/t/writes", "application/json", []byte(w)); rec.Code != 204 {
+		t.Fatalf("writes: Code=%d body %s", rec.Code, rec.Body)
+	}
+	if writes.ExpiresAt != now.Unix()+3600 {
+		t.Fatalf("writes expire at %d, want now+1h", writes.ExpiresAt)
+	}
+
+	rec := do(t, s, "GET", "/v1/threads/t/checkpoint", "", nil)
+	var got struct {
+		ExpiresAt int64 `json:"expires_at"`
+	}
+	_ = json.Unmarshal(rec.Body.Bytes(), &got)
+	if len(set) != 1 || set[0].exp != now.Unix()+3600 || got.ExpiresAt != now.Unix()+3600 {
+		t.Fatalf("refresh on read: calls %+v, answered expires_at %d", set, got.ExpiresAt)
+	}
+
+	rec = do(t, s, "POST", "/v1/threads/t/checkpoints/pin", "application/json", []byte(`{"checkpoint_id":"c1"}`))
+	if rec.Code != 204 || len(set) != 2 || set[1].exp != 0 || set[1].ref.ID != "c1" {
+		t.Fatalf("pin: Code=%d calls %+v", rec.Code, set)
+	}
+
+	for _, tt := range []struct{ name, path, body string }{
+		{"BadScopePut", "/v1/threads/t/checkpoints", `{"checkpoint_id":"c","checkpoint":{"type":"msgpack","data":""},"scope":"forever"}`},
+		{"BadScopeWrites", "/v1/threads/t/writes", `{"checkpoint_id":"c","writes":[],"scope":"weekly"}`},
+		{"PinWithoutID", "/v1/threads/t/checkpoints/pin", `{"checkpoint_ns":""}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := do(t, s, "POST", tt.path, "application/json", []byte(tt.body))
+			if rec.Code != 400 || errorCode(t, rec) != "invalid" {
+				t.Fatalf("Code=%d body %s", rec.Code, rec.Body)
+			}
+		})
+	}
+}
