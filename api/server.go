@@ -3,6 +3,7 @@ package api
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -54,6 +55,11 @@ type Server struct {
 	Expirer saver.Expirer
 	// Now is the clock for expiry times; tests replace it.
 	Now func() time.Time
+	// TLSCert and TLSKey are PEM files; when both are set Open serves HTTPS.
+	TLSCert, TLSKey string
+	// Keys maps API keys to tenants. Nil or empty: no authentication, every
+	// request is DefaultTenant's (cmd/saver allows that on loopback only).
+	Keys *Keys
 
 	echo   *echo.Echo
 	server *http.Server
@@ -136,18 +142,20 @@ func (s *Server) newEcho() *echo.Echo {
 	e.Use(s.limitBody)
 	e.Use(middleware.ContextTimeout(s.RequestTimeout))
 
+	// Probes stay open so that load balancers need no key.
 	e.GET("/healthz", s.handleHealth)
 	e.GET("/readyz", s.handleReady)
-	s.registerCheckpointRoutes(e.Group("/v1"))
-	s.registerThreadRoutes(e.Group("/v1"))
+	v1 := e.Group("/v1", s.authenticate)
+	s.registerCheckpointRoutes(v1)
+	s.registerThreadRoutes(v1)
 	if s.Tree != nil {
-		s.registerTreeRoutes(e.Group("/v1"))
+		s.registerTreeRoutes(v1)
 	}
 	if s.Ledger != nil {
-		s.registerLedgerRoutes(e.Group("/v1"))
+		s.registerLedgerRoutes(v1)
 	}
 	if s.Expirer != nil {
-		e.Group("/v1").POST("/threads/:thread_id/checkpoints/pin", s.handleCheckpointPin)
+		v1.POST("/threads/:thread_id/checkpoints/pin", s.handleCheckpointPin)
 	}
 	return e
 }
@@ -180,6 +188,15 @@ func (s *Server) Open(addr string) error {
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(s.Logger.Handler(), slog.LevelWarn),
 	}
+	if s.TLSCert != "" || s.TLSKey != "" {
+		cert, err := tls.LoadX509KeyPair(s.TLSCert, s.TLSKey)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("api: tls: %w", err)
+		}
+		s.server.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		ln = tls.NewListener(ln, s.server.TLSConfig)
+	}
 	go func() {
 		if err := s.server.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.Logger.Error("serve", slog.Any("error", err))
@@ -207,7 +224,3 @@ func (s *Server) Close(ctx context.Context) error {
 	}
 	return nil
 }
-
-// tenant returns the tenant a request acts for. Until authentication maps
-// credentials to tenants, every request belongs to the default tenant.
-func (s *Server) tenant(c echo.Context) string { return DefaultTenant }

@@ -34,6 +34,10 @@ type Config struct {
 	LogLevel        string        // debug, info, warn, error
 	LogFormat       string        // text or json
 	TTL             ttl.Policy    // retention by scope
+	APIKeys         string        // "tenant:key,tenant:key"; never logged
+	APIKeysFile     string        // file of "tenant:key" lines
+	TLSCert         string        // PEM certificate; with TLSKey, serve HTTPS
+	TLSKey          string        // PEM private key
 }
 
 // DefaultConfig is what `saver serve` runs with when nothing is set: the
@@ -127,6 +131,15 @@ func settings() []envVar {
 			c.TTL.RefreshOnRead = b
 			return nil
 		}, func(c *Config) string { return strconv.FormatBool(c.TTL.RefreshOnRead) })
+	add("SAVER_API_KEYS", "api-keys", "API keys as tenant:key pairs, comma-separated (prefer the file)",
+		func(c *Config, v string) error { c.APIKeys = v; return nil },
+		func(c *Config) string { return "" }) // never echo a key, not even in -help
+	s, g = str(func(c *Config) *string { return &c.APIKeysFile })
+	add("SAVER_API_KEYS_FILE", "api-keys-file", "file of tenant:key lines (# comments); without keys the service serves loopback only", s, g)
+	s, g = str(func(c *Config) *string { return &c.TLSCert })
+	add("SAVER_TLS_CERT", "tls-cert", "PEM certificate file; with -tls-key the service speaks HTTPS", s, g)
+	s, g = str(func(c *Config) *string { return &c.TLSKey })
+	add("SAVER_TLS_KEY", "tls-key", "PEM private key file", s, g)
 	s, g = str(func(c *Config) *string { return &c.LogLevel })
 	add("LOG_LEVEL", "log-level", "debug, info, warn or error", s, g)
 	s, g = str(func(c *Config) *string { return &c.LogFormat })
@@ -181,6 +194,9 @@ func (c *Config) Validate() error {
 	if c.RequestTimeout <= 0 || c.ShutdownTimeout <= 0 {
 		errs = append(errs, errors.New("timeouts must be positive"))
 	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		errs = append(errs, errors.New("tls-cert and tls-key go together"))
+	}
 	if err := c.TTL.Validate(); err != nil {
 		errs = append(errs, err)
 	}
@@ -199,4 +215,43 @@ func parseLevel(s string) (slog.Level, error) {
 		return l, fmt.Errorf("log-level %q: use debug, info, warn or error", s)
 	}
 	return l, nil
+}
+
+// LoadKeys returns the API keys of APIKeys and APIKeysFile as key -> tenant.
+// Errors name the line, never the key.
+func (c *Config) LoadKeys(readFile func(string) ([]byte, error)) (map[string]string, error) {
+	keys := map[string]string{}
+	add := func(where, pair string) error {
+		pair = strings.TrimSpace(pair)
+		if pair == "" || strings.HasPrefix(pair, "#") {
+			return nil
+		}
+		tenant, key, ok := strings.Cut(pair, ":")
+		tenant, key = strings.TrimSpace(tenant), strings.TrimSpace(key)
+		if !ok || tenant == "" || key == "" {
+			return fmt.Errorf("%s: want tenant:key", where)
+		}
+		if other, dup := keys[key]; dup && other != tenant {
+			return fmt.Errorf("%s: the same key is given to tenants %q and %q", where, other, tenant)
+		}
+		keys[key] = tenant
+		return nil
+	}
+	for i, pair := range strings.Split(c.APIKeys, ",") {
+		if err := add(fmt.Sprintf("SAVER_API_KEYS entry %d", i+1), pair); err != nil {
+			return nil, err
+		}
+	}
+	if c.APIKeysFile != "" {
+		b, err := readFile(c.APIKeysFile)
+		if err != nil {
+			return nil, fmt.Errorf("api-keys-file: %w", err)
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			if err := add(fmt.Sprintf("%s line %d", c.APIKeysFile, i+1), line); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return keys, nil
 }

@@ -93,3 +93,71 @@ func TestREADMEConfigTable(t *testing.T) {
 		}
 	}
 }
+
+func TestLoadKeys(t *testing.T) {
+	files := map[string]string{
+		"keys.txt": "# ops keys\ntenant-a: aaaaaaaaaaaaaaaaaaaa\n\ntenant-b:bbbbbbbbbbbbbbbbbbbb\n",
+		"bad.txt":  "tenant-a aaaaaaaaaaaaaaaaaaaa\n",
+	}
+	read := func(p string) ([]byte, error) {
+		if b, ok := files[p]; ok {
+			return []byte(b), nil
+		}
+		return nil, os.ErrNotExist
+	}
+	tests := []struct {
+		name    string
+		c       Config
+		want    map[string]string
+		wantErr string
+	}{
+		{"None", Config{}, map[string]string{}, ""},
+		{"Env", Config{APIKeys: "a:k1111111111111111, b:k2222222222222222"}, map[string]string{"k1111111111111111": "a", "k2222222222222222": "b"}, ""},
+		{"File", Config{APIKeysFile: "keys.txt"}, map[string]string{"aaaaaaaaaaaaaaaaaaaa": "tenant-a", "bbbbbbbbbbbbbbbbbbbb": "tenant-b"}, ""},
+		{"BadLineNamesLineNotKey", Config{APIKeysFile: "bad.txt"}, nil, "bad.txt line 1: want tenant:key"},
+		{"MissingFile", Config{APIKeysFile: "nope.txt"}, nil, "api-keys-file"},
+		{"SameKeyTwoTenants", Config{APIKeys: "a:k1111111111111111,b:k1111111111111111"}, nil, "the same key"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := tt.c.LoadKeys(read)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err=%v, want %q", err, tt.wantErr)
+				}
+				if strings.Contains(err.Error(), "aaaaaaaa") {
+					t.Fatalf("error %q shows a key", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Fatalf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestRun_RefusesOpenAddressWithoutKeys(t *testing.T) {
+	m := NewMain(io.Discard)
+	if err := m.ParseFlags([]string{"-addr", "0.0.0.0:0", "-db", t.TempDir() + "/s.db"}, env(nil)); err != nil {
+		t.Fatal(err)
+	}
+	err := m.Run(t.Context())
+	defer m.Close(t.Context())
+	if err == nil || !strings.Contains(err.Error(), "without API keys") {
+		t.Fatalf("err=%v, want a refusal", err)
+	}
+
+	m = NewMain(io.Discard)
+	keys := map[string]string{"SAVER_API_KEYS": "acme:0123456789abcdef0123"}
+	if err := m.ParseFlags([]string{"-addr", "0.0.0.0:0", "-db", t.TempDir() + "/s.db"}, env(keys)); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Run(t.Context()); err != nil {
+		t.Fatalf("with keys: %v", err)
+	}
+	m.Close(t.Context())
+}

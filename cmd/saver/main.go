@@ -120,7 +120,21 @@ func (m *Main) Run(ctx context.Context) error {
 		return fmt.Errorf("store %q is not available in this build", m.Config.Store)
 	}
 
+	keyMap, err := m.Config.LoadKeys(os.ReadFile)
+	if err != nil {
+		return err
+	}
+	keys, err := api.NewKeys(keyMap)
+	if err != nil {
+		return err
+	}
+	if keys.Len() == 0 && !isLoopback(m.Config.Addr) {
+		return fmt.Errorf("refusing to serve %s without API keys: anyone who can reach it could read and change every thread; set SAVER_API_KEYS_FILE or bind to 127.0.0.1", m.Config.Addr)
+	}
+
 	m.server = api.NewServer(m.store, m.Logger)
+	m.server.Keys = keys
+	m.server.TLSCert, m.server.TLSKey = m.Config.TLSCert, m.Config.TLSKey
 	m.server.MaxBodyBytes = m.Config.MaxBodyBytes
 	m.server.PageSize = m.Config.PageSize
 	m.server.RequestTimeout = m.Config.RequestTimeout
@@ -134,10 +148,10 @@ func (m *Main) Run(ctx context.Context) error {
 			return fmt.Errorf("addr-file: %w", err)
 		}
 	}
-	if !isLoopback(addr) {
-		m.Logger.Warn("listening beyond loopback without authentication; anyone who can reach this address can read and change every thread", "addr", addr)
+	if keys.Len() == 0 {
+		m.Logger.Warn("authentication is off: no API keys configured, so the service accepts requests on loopback only", "addr", addr)
 	}
-	m.Logger.Info("saver listening", "addr", addr, "store", m.Config.Store, "version", version)
+	m.Logger.Info("saver listening", "addr", addr, "store", m.Config.Store, "tls", m.Config.TLSCert != "", "tenants_with_keys", keys.Len(), "version", version)
 	return nil
 }
 
