@@ -41,3 +41,23 @@ test-py: build venv
 lint:
 	test -z "$$(gofmt -l .)"
 	$(GO) vet ./...
+
+# Local AWS stack for the integration tests (dynoxide + LocalStack's S3, or
+# moto), on free loopback ports; endpoints in $(LOCALSTACK_ENV).
+LOCALSTACK_ENV := .cache/localstack/env
+
+.PHONY: localstack-up
+localstack-up:
+	localstack/up.sh
+
+.PHONY: localstack-down
+localstack-down:
+	localstack/down.sh
+
+# Starts the stack, runs every test with the integration tag against it and
+# stops the stack whether the tests pass or not.
+.PHONY: test-integration
+test-integration:
+	rc=0; localstack/up.sh && { set -a && . ./$(LOCALSTACK_ENV) && set +a && \
+		$(GO) test -race -count=1 -tags integration ./...; } || rc=$$?; \
+	localstack/down.sh; exit $$rc

@@ -1,0 +1,232 @@
+package dynamo
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/saver-dev/saver"
+)
+
+// PutCheckpoint writes the checkpoint's new blobs (insert-if-absent) and the
+// checkpoint item (upsert) in one TransactWriteItems when they fit (100 items,
+// 4 MB), so a checkpoint is never visible without its blobs. Larger puts send
+// the blobs first and the checkpoint in the last transaction. Offloaded
+// payloads are stored before any item that points at them.
+func (s *Store) PutCheckpoint(ctx context.Context, in saver.PutCheckpoint) error {
+	// New blobs live as long as the checkpoint that brings them. Extending
+	// older blobs it references (saver.ExtendedBlobExpiry) is not done here.
+	exp := in.ExpiresAt
+	ops := make([]writeOp, 0, len(in.Blobs)+1)
+	for _, b := range in.Blobs {
+		it, err := s.blobItem(ctx, in.CheckpointRef, b, exp)
+		if err != nil {
+			return fmt.Errorf("dynamo: put checkpoint %s: blob %s: %w", in.ID, b.Channel, err)
+		}
+		ops = append(ops, writeOp{item: it, keep: true})
+	}
+	it, err := s.checkpointItem(ctx, &in.Checkpoint, exp)
+	if err != nil {
+		return fmt.Errorf("dynamo: put checkpoint %s: %w", in.ID, err)
+	}
+	ops = append(ops, writeOp{item: it})
+	if err := s.transact(ctx, ops); err != nil {
+		return fmt.Errorf("dynamo: put checkpoint %s: %w", in.ID, err)
+	}
+	return nil
+}
+
+// GetTuple reads the checkpoint with its pending writes in one Query: writes
+// sort right after their checkpoint, so a checkpoint's key prefix selects
+// both. For the latest checkpoint the Query runs backwards from the end of
+// the namespace and stops at the first checkpoint, whose writes it has just
+// passed. Channel values then come in one BatchGetItem per 100 blobs.
+func (s *Store) GetTuple(ctx context.Context, ref saver.CheckpointRef) (*saver.Tuple, error) {
+	pt, err := s.getTuple(ctx, ref)
+	if err != nil {
+		return nil, fmt.Errorf("dynamo: get checkpoint %q: %w", ref.ID, err)
+	}
+	if pt == nil {
+		if ref.ID == "" {
+			return nil, saver.Errorf(saver.ENOTFOUND, "Thread %s has no checkpoint in namespace %q.", ref.ThreadID, ref.NS)
+		}
+		return nil, saver.Errorf(saver.ENOTFOUND, "Checkpoint %s not found.", ref.ID)
+	}
+	tuples, err := s.complete(ctx, ref.Tenant, []*partial{pt})
+	if err != nil {
+		return nil, fmt.Errorf("dynamo: get checkpoint %q: %w", ref.ID, err)
+	}
+	return tuples[0], nil
+}
+
+func (s *Store) getTuple(ctx context.Context, ref saver.CheckpointRef) (*partial, error) {
+	pk := partitionKey(ref.Tenant, ref.ThreadID)
+	var (
+		w   = walker{tenant: ref.Tenant, store: s}
+		out *partial
+		err error
+	)
+	in := &dynamodb.QueryInput{
+		KeyConditionExpression:    ptr("PK = :pk AND begins_with(SK, :sk)"),
+		ExpressionAttributeValues: item{":pk": attrS(pk), ":sk": attrS(nsPrefix(ref.NS))},
+		ScanIndexForward:          ptr(false),
+		Limit:                     ptr(s.FirstPage),
+	}
+	if ref.ID != "" {
+		in.ExpressionAttributeValues[":sk"] = attrS(checkpointKey(ref.NS, ref.ID))
+		in.Limit = nil
+	}
+	qerr := s.query(ctx, in, func(items []item) bool {
+		for _, it := range items {
+			if out, err = w.add(it); err != nil || out != nil {
+				return false
+			}
+		}
+		// Not found in the first page: the newest checkpoints carry many
+		// writes, or writes arrived ahead of their checkpoint. Read on in
+		// larger pages.
+		in.Limit = nil
+		return true
+	})
+	if qerr != nil {
+		return nil, qerr
+	}
+	return out, err
+}
+
+// partial is a checkpoint as read, before its values are resolved and its
+// offloaded payloads fetched.
+type partial struct {
+	tup    *saver.Tuple
+	writes []*saver.Write
+	loads  loads
+}
+
+// walker turns one namespace's items, in descending key order, into
+// checkpoints with their writes. Writes sort right after their checkpoint,
+// so walking backwards a checkpoint's writes come just before it; writes
+// followed by no checkpoint of their id belong to a checkpoint not put yet
+// and are dropped.
+type walker struct {
+	tenant string
+	store  *Store
+	id     string // checkpoint id of the writes held
+	writes []item
+}
+
+// add takes the next item and returns a checkpoint when it completes one.
+func (w *walker) add(it item) (*partial, error) {
+	if w.store.expired(getN(it, attrExpiresAt)) {
+		return nil, nil
+	}
+	id := getS(it, attrID)
+	switch getS(it, attrKind) {
+	case itemWrite:
+		if id != w.id {
+			w.id, w.writes = id, w.writes[:0]
+		}
+		w.writes = append(w.writes, it)
+	case itemCheckpoint:
+		var writes []item
+		if id == w.id {
+			writes = w.writes
+		}
+		p, err := newPartial(w.tenant, it, writes)
+		w.id, w.writes = "", nil
+		return p, err
+	}
+	return nil, nil
+}
+
+// newPartial decodes a checkpoint item and its write items.
+func newPartial(tenant string, cp item, writes []item) (*partial, error) {
+	p := &partial{}
+	tup, err := decodeCheckpoint(tenant, cp, &p.loads)
+	if err != nil {
+		return nil, err
+	}
+	p.tup = tup
+	for _, it := range writes {
+		w, err := decodeWrite(it, &p.loads)
+		if err != nil {
+			return nil, err
+		}
+		p.writes = append(p.writes, w)
+	}
+	return p, nil
+}
+
+// complete resolves the partials' channel values with BatchGetItem, fetches
+// their offloaded payloads and returns the finished tuples in order.
+func (s *Store) complete(ctx context.Context, tenant string, ps []*partial) ([]*saver.Tuple, error) {
+	type blobID struct{ pk, sk string }
+	var (
+		keys []item
+		seen = map[blobID]bool{}
+	)
+	for _, p := range ps {
+		pk := partitionKey(tenant, p.tup.ThreadID)
+		for ch, v := range p.tup.ChannelVersions {
+			id := blobID{pk, blobKey(p.tup.NS, ch, v)}
+			if !seen[id] {
+				seen[id] = true
+				keys = append(keys, item{attrPK: attrS(id.pk), attrSK: attrS(id.sk)})
+			}
+		}
+	}
+	found, err := s.batchGet(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	var l loads
+	blobs := make(map[blobID]*saver.Blob, len(found))
+	for _, it := range found {
+		if s.expired(getN(it, attrExpiresAt)) {
+			continue
+		}
+		b, err := decodeBlob(it, &l)
+		if err != nil {
+			return nil, err
+		}
+		blobs[blobID{getS(it, attrPK), getS(it, attrSK)}] = b
+	}
+	for _, p := range ps {
+		l.refs = append(l.refs, p.loads.refs...)
+		l.dsts = append(l.dsts, p.loads.dsts...)
+	}
+	if err := s.fetch(ctx, &l); err != nil {
+		return nil, err
+	}
+	out := make([]*saver.Tuple, len(ps))
+	for i, p := range ps {
+		tup := p.tup
+		pk := partitionKey(tenant, tup.ThreadID)
+		for ch, v := range tup.ChannelVersions {
+			if b := blobs[blobID{pk, blobKey(tup.NS, ch, v)}]; b != nil && b.Value.Type != saver.EmptyType {
+				tup.Values = append(tup.Values, *b)
+			}
+		}
+		slices.SortFunc(tup.Values, func(a, b saver.Blob) int { return strings.Compare(a.Channel, b.Channel) })
+		for _, w := range p.writes {
+			tup.Writes = append(tup.Writes, *w)
+		}
+		sortWrites(tup.Writes)
+		out[i] = tup
+	}
+	return out, nil
+}
+
+// sortWrites orders writes as the contract returns them: by task path, task
+// id and idx.
+func sortWrites(ws []saver.Write) {
+	slices.SortFunc(ws, func(a, b saver.Write) int {
+		return cmp.Or(
+			strings.Compare(a.TaskPath, b.TaskPath),
+			strings.Compare(a.TaskID, b.TaskID),
+			cmp.Compare(a.Idx, b.Idx))
+	})
+}

@@ -1,0 +1,70 @@
+package dynamo
+
+import (
+	"errors"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// Retry policy. DynamoDB throttles by partition and recovers in well under a
+// second, so a request is tried up to MaxAttempts times with exponential
+// backoff and full jitter capped at MaxBackoff: about 5 s in the worst case,
+// less than a caller's request timeout. Past that the store returns
+// EUNAVAILABLE and the API answers 503 with Retry-After.
+const (
+	MaxAttempts = 8
+	MaxBackoff  = 2 * time.Second
+)
+
+// NewRetryer returns the SDK retryer the store's client should use: the
+// standard one with the policy above, also retrying transactions cancelled
+// only by contention or throttling (every transaction the store sends is
+// idempotent, so sending it again is safe).
+func NewRetryer() aws.Retryer {
+	return retry.NewStandard(func(o *retry.StandardOptions) {
+		o.MaxAttempts = MaxAttempts
+		o.MaxBackoff = MaxBackoff
+		o.Backoff = retry.NewExponentialJitterBackoff(MaxBackoff)
+		o.Retryables = append(o.Retryables, retry.IsErrorRetryableFunc(retryableCancel))
+		o.Throttles = append(o.Throttles, retry.IsErrorThrottleFunc(throttledCancel))
+	})
+}
+
+// NewClient returns a DynamoDB client for cfg with the store's retryer and,
+// when counter is not nil, its request counting. Endpoints come from cfg as
+// the SDK resolves them (AWS_ENDPOINT_URL_DYNAMODB for a local stack).
+func NewClient(cfg aws.Config, counter *Counter, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
+	opts := []func(*dynamodb.Options){func(o *dynamodb.Options) {
+		o.Retryer = NewRetryer()
+		if counter != nil {
+			o.APIOptions = append(o.APIOptions, counter.Register)
+		}
+	}}
+	return dynamodb.NewFromConfig(cfg, append(opts, optFns...)...)
+}
+
+func retryableCancel(err error) aws.Ternary {
+	var e *types.TransactionCanceledException
+	if errors.As(err, &e) && canceledCode(e) == "unavailable" {
+		return aws.TrueTernary
+	}
+	return aws.UnknownTernary
+}
+
+func throttledCancel(err error) aws.Ternary {
+	var e *types.TransactionCanceledException
+	if !errors.As(err, &e) {
+		return aws.UnknownTernary
+	}
+	for _, r := range e.CancellationReasons {
+		switch deref(r.Code) {
+		case "ThrottlingError", "ProvisionedThroughputExceeded", "RequestLimitExceeded":
+			return aws.TrueTernary
+		}
+	}
+	return aws.UnknownTernary
+}

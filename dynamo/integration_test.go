@@ -1,0 +1,337 @@
+//go:build integration
+
+package dynamo_test
+
+import (
+	"bytes"
+	"fmt"
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/saver-dev/saver"
+	"github.com/saver-dev/saver/dynamo"
+	"github.com/saver-dev/saver/localstack"
+	"github.com/saver-dev/saver/storetest"
+)
+
+// TestStore runs the store contract on one shared table and bucket, with
+// offloading on.
+func TestStore(t *testing.T) {
+	st := localstack.MustStore(t)
+	storetest.Run(t, func(t *testing.T) saver.Store { return st.Store })
+}
+
+// TestStoreOffloadEverything runs the contract with a threshold of zero, so
+// that every payload goes through S3.
+func TestStoreOffloadEverything(t *testing.T) {
+	st := localstack.MustStore(t)
+	st.Offload.Threshold = 0
+	storetest.Run(t, func(t *testing.T) saver.Store { return st.Store })
+}
+
+// requests is a request count by operation, "" entries omitted.
+type requests map[string]int64
+
+// mustCount runs fn and checks the DynamoDB requests it sent.
+func mustCount(t *testing.T, st *localstack.Stack, want requests, fn func()) {
+	t.Helper()
+	st.DBRequests.Reset()
+	fn()
+	got := requests(st.DBRequests.Snapshot())
+	maps.DeleteFunc(got, func(_ string, n int64) bool { return n == 0 })
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("DynamoDB requests mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestRequestCounts pins the number of DynamoDB requests of each operation:
+// they are the store's cost and latency, and regressions are silent otherwise.
+func TestRequestCounts(t *testing.T) {
+	st := localstack.MustStore(t)
+	s := st.Store
+	ref := storetest.NewRef()
+
+	// A thread with history: the latest checkpoint must not cost more than
+	// the first.
+	for i := range 5 {
+		in := storetest.NewCheckpoint(ref, fmt.Sprintf("%04d", i))
+		storetest.SetChannel(&in, "messages", fmt.Sprint(i), "m")
+		storetest.MustPutCheckpoint(t, s, in)
+		storetest.MustPutWrites(t, s, in.CheckpointRef, storetest.NewWrite("t", 0, "ch", "w"))
+	}
+
+	tests := []struct {
+		name string
+		want requests
+		fn   func(t *testing.T)
+	}{
+		{"PutCheckpointNoBlobs", requests{"PutItem": 1}, func(t *testing.T) {
+			storetest.MustPutCheckpoint(t, s, storetest.NewCheckpoint(ref, "0005"))
+		}},
+		{"PutCheckpoint5Blobs", requests{"TransactWriteItems": 1}, func(t *testing.T) {
+			in := storetest.NewCheckpoint(ref, "0006")
+			for i := range 5 {
+				storetest.SetChannel(&in, fmt.Sprint("ch", i), "6", "v")
+			}
+			storetest.MustPutCheckpoint(t, s, in)
+		}},
+		{"PutCheckpoint99Blobs", requests{"TransactWriteItems": 1}, func(t *testing.T) {
+			in := storetest.NewCheckpoint(ref, "0007")
+			for i := range 99 {
+				storetest.SetChannel(&in, fmt.Sprint("ch", i), "7", "v")
+			}
+			storetest.MustPutCheckpoint(t, s, in)
+		}},
+		{"PutCheckpoint150Blobs", requests{"TransactWriteItems": 2}, func(t *testing.T) {
+			in := storetest.NewCheckpoint(ref, "0008")
+			for i := range 150 {
+				storetest.SetChannel(&in, fmt.Sprint("ch", i), "8", "v")
+			}
+			storetest.MustPutCheckpoint(t, s, in)
+		}},
+		{"PutOneWrite", requests{"UpdateItem": 1}, func(t *testing.T) {
+			storetest.MustPutWrites(t, s, storetest.At(ref, "0008"), storetest.NewWrite("t", 0, "ch", "w"))
+		}},
+		{"Put25Writes", requests{"TransactWriteItems": 1}, func(t *testing.T) {
+			var ws []saver.Write
+			for i := range 25 {
+				ws = append(ws, storetest.NewWrite("t", int64(i), "ch", "w"))
+			}
+			ws = append(ws[:24], storetest.NewWrite("t", -1, "__error__", "boom"))
+			storetest.MustPutWrites(t, s, storetest.At(ref, "0007"), ws...)
+		}},
+		{"Put100Writes", requests{"TransactWriteItems": 1}, func(t *testing.T) {
+			var ws []saver.Write
+			for i := range 100 {
+				ws = append(ws, storetest.NewWrite("u", int64(i), "ch", "w"))
+			}
+			storetest.MustPutWrites(t, s, storetest.At(ref, "0007"), ws...)
+		}},
+		{"GetLatest150Values", requests{"Query": 1, "BatchGetItem": 2}, func(t *testing.T) {
+			tup := storetest.MustGetTuple(t, s, ref)
+			if tup.ID != "0008" || len(tup.Values) != 150 || len(tup.Writes) != 1 {
+				t.Fatalf("latest = %s with %d values, %d writes", tup.ID, len(tup.Values), len(tup.Writes))
+			}
+		}},
+		{"GetByID", requests{"Query": 1, "BatchGetItem": 1}, func(t *testing.T) {
+			tup := storetest.MustGetTuple(t, s, storetest.At(ref, "0007"))
+			if len(tup.Values) != 99 || len(tup.Writes) != 125 {
+				t.Fatalf("0007 has %d values, %d writes", len(tup.Values), len(tup.Writes))
+			}
+		}},
+		{"GetLatestNoChannels", requests{"Query": 1}, func(t *testing.T) {
+			other := storetest.NewRef()
+			storetest.MustPutCheckpoint(t, s, storetest.NewCheckpoint(other, "1"))
+			st.DBRequests.Reset()
+			storetest.MustGetTuple(t, s, other)
+		}},
+		{"ListNamespaceLimit2", requests{"Query": 1, "BatchGetItem": 1}, func(t *testing.T) {
+			ns := ""
+			got := storetest.MustList(t, s, saver.ListFilter{Tenant: ref.Tenant, ThreadID: ref.ThreadID, NS: &ns, Before: "0005", Limit: 2})
+			if diff := cmp.Diff([]string{"0004", "0003"}, storetest.IDs(got)); diff != "" {
+				t.Fatal(diff)
+			}
+		}},
+		{"ListThread", requests{"Query": 1, "BatchGetItem": 3}, func(t *testing.T) {
+			if got := storetest.MustListThread(t, s, ref.Tenant, ref.ThreadID); len(got) != 9 {
+				t.Fatalf("listed %d checkpoints, want 9", len(got))
+			}
+		}},
+		{"DeleteThread", requests{"Query": 1, "BatchWriteItem": 16}, func(t *testing.T) {
+			// 9 checkpoints, 5+1+25+100 writes, 5+5+99+150 blobs: 399 items, 25 a request.
+			if err := s.DeleteThread(t.Context(), ref.Tenant, ref.ThreadID); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			mustCount(t, st, tt.want, func() { tt.fn(t) })
+		})
+	}
+}
+
+// TestOffloadedRoundTrip puts payloads on both sides of the threshold and
+// reads them back: large ones through S3, small ones inline.
+func TestOffloadedRoundTrip(t *testing.T) {
+	st := localstack.MustStore(t)
+	s := st.Store
+	ref := storetest.NewRef()
+	big := bytes.Repeat([]byte{0xAB}, 400<<10)
+	in := storetest.NewCheckpoint(ref, "1")
+	in.Body = saver.Typed{Type: "msgpack", Data: big}
+	in.Blobs = []saver.Blob{
+		{Channel: "big", Version: "1", Value: saver.Typed{Type: "bytes", Data: big}},
+		{Channel: "small", Version: "1", Value: storetest.Typed("s")},
+	}
+	in.ChannelVersions = map[string]string{"big": "1", "small": "1"}
+	storetest.MustPutCheckpoint(t, s, in)
+	w := saver.Write{TaskID: "t", Channel: "ch", Value: saver.Typed{Type: "bytes", Data: big}}
+	storetest.MustPutWrites(t, s, in.CheckpointRef, w)
+
+	if got, want := st.S3Requests.Snapshot()["PutObject"], int64(3); got != want {
+		t.Fatalf("PutObject requests = %d, want %d (body, blob, write)", got, want)
+	}
+	mustEqualLarge(t, storetest.MustGetTuple(t, s, ref), storetest.WantTuple(in, w))
+}
+
+// mustEqualLarge is storetest.MustEqualTuple for tuples with large payloads:
+// cmp walks byte slices element by element, which takes seconds at 400 KB,
+// so payloads are compared with bytes.Equal and then left out.
+func mustEqualLarge(t *testing.T, got, want *saver.Tuple) {
+	t.Helper()
+	strip := func(tup *saver.Tuple) (*saver.Tuple, map[string][]byte) {
+		c := *tup
+		data := map[string][]byte{"checkpoint": c.Body.Data}
+		c.Body.Data = nil
+		c.Values = slices.Clone(c.Values)
+		for i := range c.Values {
+			data["value "+c.Values[i].Channel] = c.Values[i].Value.Data
+			c.Values[i].Value.Data = nil
+		}
+		c.Writes = slices.Clone(c.Writes)
+		for i := range c.Writes {
+			data[fmt.Sprintf("write %s/%d", c.Writes[i].TaskID, c.Writes[i].Idx)] = c.Writes[i].Value.Data
+			c.Writes[i].Value.Data = nil
+		}
+		return &c, data
+	}
+	g, gd := strip(got)
+	w, wd := strip(want)
+	storetest.MustEqualTuple(t, g, w)
+	for k, d := range wd {
+		if !bytes.Equal(gd[k], d) {
+			t.Fatalf("%s: %d bytes differ from the %d put", k, len(gd[k]), len(d))
+		}
+	}
+}
+
+// TestMeasureWritePaths measures the two ways to write a checkpoint and its
+// blobs, for the choice recorded in the package doc: one TransactWriteItems
+// against a BatchWriteItem of the blobs followed by a PutItem of the
+// checkpoint (the order that keeps a crash from exposing a checkpoint
+// without blobs). It logs requests, write units and median latency.
+func TestMeasureWritePaths(t *testing.T) {
+	st := localstack.MustStore(t)
+	table := st.Store.Table()
+	const blobs, runs = 10, 40
+	ctx := t.Context()
+	items := func(run int) (cp map[string]types.AttributeValue, bs []map[string]types.AttributeValue) {
+		pk := &types.AttributeValueMemberS{Value: fmt.Sprint("measure!", run)}
+		for i := range blobs {
+			bs = append(bs, map[string]types.AttributeValue{
+				"PK": pk, "SK": &types.AttributeValueMemberS{Value: fmt.Sprint("b!", i)},
+				"value": &types.AttributeValueMemberB{Value: bytes.Repeat([]byte{'v'}, 1000)},
+			})
+		}
+		cp = map[string]types.AttributeValue{"PK": pk, "SK": &types.AttributeValueMemberS{Value: "c!1"},
+			"checkpoint": &types.AttributeValueMemberB{Value: bytes.Repeat([]byte{'c'}, 2000)}}
+		return cp, bs
+	}
+	measure := func(name string, put func(run int) float64) {
+		var times []time.Duration
+		var units float64
+		st.DBRequests.Reset()
+		for run := range runs {
+			start := time.Now()
+			units += put(run)
+			times = append(times, time.Since(start))
+		}
+		slices.Sort(times)
+		t.Logf("%-28s requests/put %v  write units/put %.1f  median %v",
+			name, float64(st.DBRequests.Total())/runs, units/runs, times[runs/2])
+	}
+	total := types.ReturnConsumedCapacityTotal
+	measure("TransactWriteItems", func(run int) float64 {
+		cp, bs := items(run)
+		var tx []types.TransactWriteItem
+		for _, b := range bs {
+			tx = append(tx, types.TransactWriteItem{Put: &types.Put{TableName: &table, Item: b}})
+		}
+		tx = append(tx, types.TransactWriteItem{Put: &types.Put{TableName: &table, Item: cp}})
+		out, err := st.DB.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: tx, ReturnConsumedCapacity: total})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return capacity(out.ConsumedCapacity)
+	})
+	measure("BatchWriteItem then PutItem", func(run int) float64 {
+		cp, bs := items(run + runs)
+		var reqs []types.WriteRequest
+		for _, b := range bs {
+			reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: b}})
+		}
+		out, err := st.DB.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{table: reqs}, ReturnConsumedCapacity: total})
+		if err != nil {
+			t.Fatal(err)
+		}
+		put, err := st.DB.PutItem(ctx, &dynamodb.PutItemInput{TableName: &table, Item: cp, ReturnConsumedCapacity: total})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return capacity(out.ConsumedCapacity) + capacity([]types.ConsumedCapacity{*put.ConsumedCapacity})
+	})
+}
+
+func capacity(cs []types.ConsumedCapacity) float64 {
+	var n float64
+	for _, c := range cs {
+		if c.CapacityUnits != nil {
+			n += *c.CapacityUnits
+		}
+	}
+	return n
+}
+
+// TestExpiry checks the TTL groundwork: CreateTable enables TTL on
+// expires_at, items carry it when the store stamps one, and reads hide items
+// whose expiry has passed before DynamoDB reaps them.
+func TestExpiry(t *testing.T) {
+	st := localstack.MustStore(t)
+	s := st.Store
+	if err := s.Ping(t.Context()); err != nil {
+		t.Fatalf("Ping: %v", err)
+	}
+	ttl, err := st.DB.DescribeTimeToLive(t.Context(), &dynamodb.DescribeTimeToLiveInput{TableName: ptr(s.Table())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := ttl.TimeToLiveDescription; d == nil || *d.AttributeName != dynamo.AttrExpiresAt || d.TimeToLiveStatus != types.TimeToLiveStatusEnabled {
+		t.Fatalf("TTL = %+v, want enabled on %s", d, dynamo.AttrExpiresAt)
+	}
+
+	expiry := time.Now().Add(time.Hour)
+	ref := storetest.NewRef()
+	in := storetest.NewCheckpoint(ref, "1")
+	in.ExpiresAt, in.Scope = expiry.Unix(), saver.ScopeSession
+	storetest.SetChannel(&in, "ch", "1", "v")
+	storetest.MustPutCheckpoint(t, s, in)
+	w := saver.PutWrites{CheckpointRef: in.CheckpointRef, Writes: []saver.Write{storetest.NewWrite("t", 0, "ch", "w")}, ExpiresAt: expiry.Unix()}
+	if err := s.PutWrites(t.Context(), w); err != nil {
+		t.Fatal(err)
+	}
+	out, err := st.DB.Scan(t.Context(), &dynamodb.ScanInput{TableName: ptr(s.Table())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range out.Items {
+		if n, ok := it[dynamo.AttrExpiresAt].(*types.AttributeValueMemberN); !ok || n.Value != fmt.Sprint(expiry.Unix()) {
+			t.Fatalf("item %v has expires_at %v, want %d", it["SK"], it[dynamo.AttrExpiresAt], expiry.Unix())
+		}
+	}
+	storetest.MustEqualTuple(t, storetest.MustGetTuple(t, s, ref), storetest.WantTuple(in, w.Writes...))
+
+	s.Now = func() time.Time { return expiry.Add(time.Second) }
+	storetest.MustNotFind(t, s, ref)
+	if got := storetest.MustListThread(t, s, ref.Tenant, ref.ThreadID); len(got) != 0 {
+		t.Fatalf("expired thread lists %d checkpoints", len(got))
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,159 @@
+package dynamo
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/saver-dev/saver"
+)
+
+// unescape reverses escape; ok is false for a string escape cannot return.
+func unescape(s string) (string, bool) {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c < esc:
+			return "", false
+		case c > esc:
+			b.WriteByte(c)
+			continue
+		}
+		if i+2 >= len(s) {
+			return "", false
+		}
+		hex := s[i+1 : i+3]
+		v, err := strconv.ParseUint(hex, 16, 8)
+		if err != nil || byte(v) > esc || hex != strings.ToUpper(hex) {
+			return "", false
+		}
+		b.WriteByte(byte(v))
+		i += 2
+	}
+	return b.String(), true
+}
+
+func TestEscape(t *testing.T) {
+	tests := []struct {
+		name, in, want string
+	}{
+		{"Empty", "", ""},
+		{"Plain", "thread-1", "thread-1"},
+		{"UUID", "1ef4f797-8335-6428-8001-8a1503f9b875", "1ef4f797-8335-6428-8001-8a1503f9b875"},
+		{"Separator", "a!b", "a#21b"},
+		{"Escape", "a#b", "a#23b"},
+		{"EscapedLookalike", "a#21b", "a#2321b"},
+		{"Space", "child 1", "child#201"},
+		{"Quote", `"x"`, "#22x#22"},
+		{"Controls", "\x00\x01\n", "#00#01#0A"},
+		{"Dollar", "$", "$"},
+		{"Unicode", "ünï/code", "ünï/code"},
+		{"Subgraph", "parent:1|child:2", "parent:1|child:2"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := escape(tt.in); got != tt.want {
+				t.Fatalf("escape(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+			if got, ok := unescape(tt.want); !ok || got != tt.in {
+				t.Fatalf("unescape(%q) = %q, %v; want %q", tt.want, got, ok, tt.in)
+			}
+		})
+	}
+}
+
+// TestKeysDoNotCollide lists pairs of inputs that a naive join would map to
+// the same key.
+func TestKeysDoNotCollide(t *testing.T) {
+	tests := []struct {
+		name string
+		a, b string
+	}{
+		{"PartitionSplit", partitionKey("a!b", "c"), partitionKey("a", "b!c")},
+		{"PartitionEmptyTenant", partitionKey("", "a!b"), partitionKey("a", "b")},
+		{"PartitionEscapeLookalike", partitionKey("a#21b", "c"), partitionKey("a!b", "c")},
+		{"CheckpointNSvsID", checkpointKey("a!b", "c"), checkpointKey("a", "b!c")},
+		{"CheckpointEmptyNS", checkpointKey("", "a!b"), checkpointKey("a", "b")},
+		{"WriteTaskSplit", writeKey("", "1", "t!0", 1), writeKey("", "1", "t", 0)},
+		{"WriteNegativeIdx", writeKey("", "1", "t", -1), writeKey("", "1", "t-", 1)},
+		{"WriteVsCheckpoint", writeKey("", "1", "t", 0), checkpointKey("", "1!w!t!0")},
+		{"BlobSplit", blobKey("", "a!b", "c"), blobKey("", "a", "b!c")},
+		{"BlobNSvsChannel", blobKey("a", "b", "c"), blobKey("", "a!b", "c")},
+		{"HashedVsEscaped", part(strings.Repeat("x", maxNamePart+1), maxNamePart), part("#Z", maxNamePart)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.a == tt.b {
+				t.Fatalf("both keys are %q", tt.a)
+			}
+		})
+	}
+}
+
+// TestKeyOrder checks that checkpoint keys sort as their ids compare, and
+// that a checkpoint's writes sort right after it, before the next id.
+func TestKeyOrder(t *testing.T) {
+	ids := []string{"", "\x00", " ", "!", "!a", "#", "#21", "$", "0", "1", "1!", "1#", "10", "1a", "a", "z", "ü"}
+	for _, a := range ids[1:] {
+		for _, b := range ids[1:] {
+			ka, kb := checkpointKey("ns", a), checkpointKey("ns", b)
+			if (a < b) != (ka < kb) {
+				t.Errorf("ids %q < %q is %v, keys %q < %q is %v", a, b, a < b, ka, kb, ka < kb)
+			}
+			if a < b {
+				w := writeKey("ns", a, "~task~", 99)
+				if !(ka < w && w < kb) {
+					t.Errorf("write of %q at %q is not between %q and %q", a, w, ka, kb)
+				}
+				if bound := beforeBound("ns", b); !(w < bound && kb > bound) {
+					t.Errorf("before %q: bound %q does not split %q and %q", b, bound, w, kb)
+				}
+			}
+		}
+	}
+}
+
+// TestKeyLengths checks the longest valid input against DynamoDB's key
+// limits: 2,048 bytes for a partition key, 1,024 for a sort key.
+func TestKeyLengths(t *testing.T) {
+	worst := func(n int) string { return strings.Repeat("!", n) } // every byte escaped
+	id := worst(saver.MaxIDBytes)
+	ns := worst(saver.MaxNSBytes)
+	keys := map[string]string{
+		"checkpoint": checkpointKey(ns, id),
+		"write":      writeKey(ns, id, id, -1<<63),
+		"blob":       blobKey(ns, id, id),
+	}
+	for name, k := range keys {
+		if len(k) > 1024 {
+			t.Errorf("%s key is %d bytes long", name, len(k))
+		}
+	}
+	if pk := partitionKey(worst(10_000), id); len(pk) > 2048 {
+		t.Errorf("partition key is %d bytes long", len(pk))
+	}
+}
+
+// FuzzEscape checks that escape round-trips, never emits sep and keeps byte
+// order. Its seed corpus runs in plain `go test`.
+func FuzzEscape(f *testing.F) {
+	for _, s := range []string{"", "a", "!", "#", "#21", "a!b", "\x00", "ü", "1ef4f797-8335-6428-8001-8a1503f9b875"} {
+		f.Add(s, "a")
+	}
+	f.Fuzz(func(t *testing.T, a, b string) {
+		ea, eb := escape(a), escape(b)
+		if strings.IndexByte(ea, sep) >= 0 {
+			t.Fatalf("escape(%q) = %q holds the separator", a, ea)
+		}
+		if got, ok := unescape(ea); !ok || got != a {
+			t.Fatalf("unescape(escape(%q)) = %q, %v", a, got, ok)
+		}
+		if (a == b) != (ea == eb) {
+			t.Fatalf("escape(%q) = %q, escape(%q) = %q", a, ea, b, eb)
+		}
+		if ka, kb := key(ea), key(eb); (a < b) != (ka < kb) {
+			t.Fatalf("%q < %q but keys %q < %q is %v", a, b, ka, kb, ka < kb)
+		}
+	})
+}

@@ -1,0 +1,195 @@
+package dynamo
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/saver-dev/saver"
+)
+
+// maxKeyRune is the largest code point: appended to a checkpoint's key it
+// bounds every key of that checkpoint's writes, which continue with "w".
+const maxKeyRune = "\U0010FFFF"
+
+// ListCheckpoints lists by the narrowest read the filter allows:
+//   - a thread and a namespace: one Query per page, backwards through the
+//     namespace from the before/after bound, stopping at the limit;
+//   - a thread in all namespaces: the thread's checkpoints are read whole
+//     (namespaces interleave in id order) and sorted in memory;
+//   - every thread of a tenant: a Scan filtered to the tenant's partitions.
+//     It reads the whole table and is meant for rare, administrative use.
+//
+// Values are then resolved for the listed checkpoints only.
+func (s *Store) ListCheckpoints(ctx context.Context, f saver.ListFilter) ([]*saver.Tuple, error) {
+	var (
+		ps  []*partial
+		err error
+	)
+	switch {
+	case f.ThreadID != "" && f.NS != nil:
+		ps, err = s.listNamespace(ctx, f)
+	case f.ThreadID != "":
+		ps, err = s.listUnordered(ctx, f, s.queryThread(f.Tenant, f.ThreadID))
+	default:
+		ps, err = s.listUnordered(ctx, f, s.scanTenant(f.Tenant))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("dynamo: list checkpoints: %w", err)
+	}
+	tuples, err := s.complete(ctx, f.Tenant, ps)
+	if err != nil {
+		return nil, fmt.Errorf("dynamo: list checkpoints: %w", err)
+	}
+	return tuples, nil
+}
+
+// listNamespace walks one namespace of one thread backwards.
+func (s *Store) listNamespace(ctx context.Context, f saver.ListFilter) ([]*partial, error) {
+	ns := *f.NS
+	in := &dynamodb.QueryInput{
+		KeyConditionExpression:    ptr("PK = :pk AND begins_with(SK, :lo)"),
+		ExpressionAttributeValues: item{":pk": attrS(partitionKey(f.Tenant, f.ThreadID)), ":lo": attrS(nsPrefix(ns))},
+		ScanIndexForward:          ptr(false),
+	}
+	switch hi := upperBound(f); {
+	case f.CheckpointID != "":
+		in.ExpressionAttributeValues[":lo"] = attrS(checkpointKey(ns, f.CheckpointID))
+	case hi != "":
+		in.KeyConditionExpression = ptr("PK = :pk AND SK BETWEEN :lo AND :hi")
+		in.ExpressionAttributeValues[":hi"] = attrS(hi)
+	}
+	if f.Limit > 0 && len(f.Metadata) == 0 {
+		// Enough items for the checkpoints asked for and a few writes each;
+		// more pages follow if not.
+		in.Limit = ptr(int32(min(max(f.Limit*8, 32), 1000)))
+	}
+	var (
+		w   = walker{tenant: f.Tenant, store: s}
+		out []*partial
+		err error
+	)
+	qerr := s.query(ctx, in, func(items []item) bool {
+		for _, it := range items {
+			var p *partial
+			if p, err = w.add(it); err != nil {
+				return false
+			}
+			if p != nil && f.Matches(&p.tup.Checkpoint) {
+				out = append(out, p)
+				if f.Limit > 0 && len(out) == f.Limit {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	if qerr != nil {
+		return nil, qerr
+	}
+	return out, err
+}
+
+// upperBound returns the largest sort key a checkpoint passing f's before
+// and after bounds can have in namespace *f.NS, "" for no bound. The filter
+// is still applied to each checkpoint; the bound only saves reading.
+func upperBound(f saver.ListFilter) string {
+	var hi string
+	if f.Before != "" {
+		hi = beforeBound(*f.NS, f.Before)
+	}
+	if f.After != nil {
+		// A checkpoint with the cursor's own id may still follow it (another
+		// thread or namespace sorts after), so the bound includes that id.
+		a := checkpointKey(*f.NS, f.After.ID) + maxKeyRune
+		if hi == "" || a < hi {
+			hi = a
+		}
+	}
+	return hi
+}
+
+// pager calls fn with pages of items in no particular order.
+type pager func(ctx context.Context, fn func([]item) bool) error
+
+// queryThread reads every checkpoint and write of a thread.
+func (s *Store) queryThread(tenant, threadID string) pager {
+	return func(ctx context.Context, fn func([]item) bool) error {
+		return s.query(ctx, &dynamodb.QueryInput{
+			KeyConditionExpression: ptr("PK = :pk AND begins_with(SK, :c)"),
+			ExpressionAttributeValues: item{
+				":pk": attrS(partitionKey(tenant, threadID)),
+				":c":  attrS(threadCheckpointsPrefix()),
+			},
+		}, fn)
+	}
+}
+
+// scanTenant reads every checkpoint and write of a tenant.
+func (s *Store) scanTenant(tenant string) pager {
+	return func(ctx context.Context, fn func([]item) bool) error {
+		return s.scan(ctx, &dynamodb.ScanInput{
+			FilterExpression: ptr("begins_with(PK, :t) AND begins_with(SK, :c)"),
+			ExpressionAttributeValues: item{
+				":t": attrS(tenantPrefix(tenant)),
+				":c": attrS(threadCheckpointsPrefix()),
+			},
+		}, fn)
+	}
+}
+
+// listUnordered groups items read in any order into checkpoints with their
+// writes, keeps those f matches, sorts them and applies the limit.
+func (s *Store) listUnordered(ctx context.Context, f saver.ListFilter, pages pager) ([]*partial, error) {
+	type cpID struct{ pk, ns, id string }
+	var (
+		cps    = map[cpID]item{}
+		writes = map[cpID][]item{}
+	)
+	err := pages(ctx, func(items []item) bool {
+		for _, it := range items {
+			if s.expired(getN(it, attrExpiresAt)) {
+				continue
+			}
+			id := cpID{getS(it, attrPK), getS(it, attrNS), getS(it, attrID)}
+			switch getS(it, attrKind) {
+			case itemCheckpoint:
+				cps[id] = it
+			case itemWrite:
+				writes[id] = append(writes[id], it)
+			}
+		}
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	var out []*partial
+	for id, it := range cps {
+		p, err := newPartial(f.Tenant, it, writes[id])
+		if err != nil {
+			return nil, err
+		}
+		if f.Matches(&p.tup.Checkpoint) {
+			out = append(out, p)
+		}
+	}
+	slices.SortFunc(out, func(a, b *partial) int { return comparePositions(a.tup.Position(), b.tup.Position()) })
+	if f.Limit > 0 && len(out) > f.Limit {
+		out = out[:f.Limit]
+	}
+	return out, nil
+}
+
+// comparePositions orders positions as listings do: id descending, then
+// thread and namespace ascending.
+func comparePositions(a, b saver.ListPosition) int {
+	return cmp.Or(
+		strings.Compare(b.ID, a.ID),
+		strings.Compare(a.ThreadID, b.ThreadID),
+		strings.Compare(a.NS, b.NS))
+}

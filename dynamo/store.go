@@ -1,0 +1,95 @@
+package dynamo
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/saver-dev/saver"
+)
+
+// DynamoAPI is the part of the DynamoDB client the store uses.
+// *dynamodb.Client implements it.
+type DynamoAPI interface {
+	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+	Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
+	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
+	BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error)
+	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
+	DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
+	CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error)
+	DescribeTimeToLive(ctx context.Context, in *dynamodb.DescribeTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTimeToLiveOutput, error)
+	UpdateTimeToLive(ctx context.Context, in *dynamodb.UpdateTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error)
+}
+
+// Offloader keeps payloads that are too large for an item somewhere else and
+// hands back a reference to store in the item instead. s3offload.Store is the
+// production one; cmd/saver wires it in. References are opaque to this
+// package, and offloaders must make Offload idempotent (the same data twice
+// gives a usable reference both times) because puts are retried.
+type Offloader interface {
+	// Offload stores data for a thread when an item holding it inline would be
+	// itemSize bytes and that is too large, and returns its reference; it
+	// returns "" when the data should stay in the item. expiresAt is the
+	// item's expiry in epoch seconds, 0 for none.
+	Offload(ctx context.Context, tenant, threadID string, data []byte, itemSize int, expiresAt int64) (ref string, err error)
+	// Load returns the data a reference points to.
+	Load(ctx context.Context, ref string) ([]byte, error)
+	// Copy makes a copy of ref's data for another thread and returns its reference.
+	Copy(ctx context.Context, ref, tenant, threadID string, expiresAt int64) (string, error)
+	// Delete removes the data of refs; missing data is not an error.
+	Delete(ctx context.Context, refs []string) error
+	// DeleteThread removes all the data stored for a thread.
+	DeleteThread(ctx context.Context, tenant, threadID string) error
+}
+
+// Store is a saver.Store on one DynamoDB table. See the package doc for the
+// item layout. Its methods are safe for concurrent use.
+type Store struct {
+	// Offload, when set, takes payloads that would make an item larger than
+	// it allows. Without it such a put fails with ETOOLARGE.
+	Offload Offloader
+	// Now is the clock used to hide expired items.
+	Now func() time.Time
+	// FirstPage is the Limit of the first Query page when looking for the
+	// latest checkpoint: large enough to hold a checkpoint and its writes,
+	// small enough not to read (and pay for) older checkpoints.
+	FirstPage int32
+
+	db    DynamoAPI
+	table string
+	// pause waits before re-sending unprocessed batch items (backoff; tests
+	// make it instant).
+	pause func(ctx context.Context, try int) error
+}
+
+var _ saver.Store = (*Store)(nil)
+
+// NewStore returns a store on table, which must exist (see CreateTable).
+func NewStore(db DynamoAPI, table string) *Store {
+	return &Store{Now: time.Now, FirstPage: 32, db: db, table: table, pause: backoff}
+}
+
+// Table returns the name of the store's table.
+func (s *Store) Table() string { return s.table }
+
+// Ping checks that the table answers and is ready: the readiness probe.
+func (s *Store) Ping(ctx context.Context) error {
+	out, err := s.db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: &s.table})
+	if err != nil {
+		return fmt.Errorf("dynamo: ping %s: %w", s.table, translate(err))
+	}
+	if st := out.Table.TableStatus; st != types.TableStatusActive && st != types.TableStatusUpdating {
+		return fmt.Errorf("dynamo: ping %s: %w", s.table, saver.Errorf(saver.EUNAVAILABLE, "Table %s is %s.", s.table, st))
+	}
+	return nil
+}
+
+// expired reports whether an item's expiry has passed. DynamoDB deletes
+// expired items only eventually (typically within days), so reads hide them.
+func (s *Store) expired(expiresAt int64) bool { return saver.Expired(expiresAt, s.Now()) }

@@ -1,0 +1,275 @@
+package dynamo
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/saver-dev/saver"
+)
+
+// threadItems reads every item of a thread: one Query per 1 MB page.
+func (s *Store) threadItems(ctx context.Context, tenant, threadID string, projection ...string) ([]item, error) {
+	in := &dynamodb.QueryInput{
+		KeyConditionExpression:    ptr("PK = :pk"),
+		ExpressionAttributeValues: item{":pk": attrS(partitionKey(tenant, threadID))},
+	}
+	project(&in.ProjectionExpression, &in.ExpressionAttributeNames, projection)
+	var out []item
+	err := s.query(ctx, in, func(items []item) bool {
+		out = append(out, items...)
+		return true
+	})
+	return out, err
+}
+
+// project sets a projection of the named attributes, if any.
+func project(expr **string, names *map[string]string, attrs []string) {
+	if len(attrs) == 0 {
+		return
+	}
+	*names = map[string]string{}
+	refs := make([]string, len(attrs))
+	for i, a := range attrs {
+		refs[i] = fmt.Sprintf("#p%d", i)
+		(*names)[refs[i]] = a
+	}
+	*expr = ptr(strings.Join(refs, ", "))
+}
+
+// keyAttrs are enough to delete an item in the right order.
+var keyAttrs = []string{attrPK, attrSK, attrKind}
+
+// deleteItems deletes items with BatchWriteItem, 25 per request, checkpoints
+// first, then writes, then blobs: a crash part-way leaves writes or blobs no
+// checkpoint shows, never a checkpoint whose values are gone.
+func (s *Store) deleteItems(ctx context.Context, items []item) error {
+	rank := map[string]int{itemCheckpoint: 0, itemWrite: 1, itemBlob: 2}
+	items = slices.Clone(items)
+	slices.SortStableFunc(items, func(a, b item) int { return rank[getS(a, attrKind)] - rank[getS(b, attrKind)] })
+	reqs := make([]types.WriteRequest, len(items))
+	for i, it := range items {
+		reqs[i] = types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: item{attrPK: it[attrPK], attrSK: it[attrSK]}}}
+	}
+	return s.batchWrite(ctx, reqs)
+}
+
+// DeleteThread deletes every item of the thread, then its offloaded
+// payloads (in that order, so no item is left pointing at nothing).
+func (s *Store) DeleteThread(ctx context.Context, tenant, threadID string) error {
+	items, err := s.threadItems(ctx, tenant, threadID, keyAttrs...)
+	if err == nil {
+		err = s.deleteItems(ctx, items)
+	}
+	if err == nil && s.Offload != nil {
+		err = s.Offload.DeleteThread(ctx, tenant, threadID)
+	}
+	if err != nil {
+		return fmt.Errorf("dynamo: delete thread %s: %w", threadID, err)
+	}
+	return nil
+}
+
+// DeleteForRuns finds the tenant's checkpoints whose run_id is one of
+// runIDs with a Scan (run_id is a top-level attribute for that) and deletes
+// each with its writes. Offloaded payloads they leave unreferenced are for
+// the sweeper.
+func (s *Store) DeleteForRuns(ctx context.Context, tenant string, runIDs []string) error {
+	if len(runIDs) == 0 {
+		return nil
+	}
+	runs := make(map[string]bool, len(runIDs))
+	for _, r := range runIDs {
+		runs[r] = true
+	}
+	in := &dynamodb.ScanInput{
+		FilterExpression:          ptr("begins_with(PK, :t) AND #k = :cp AND attribute_exists(#r)"),
+		ExpressionAttributeNames:  map[string]string{"#k": attrKind, "#r": attrRunID, "#pk": attrPK, "#ns": attrNS, "#id": attrID},
+		ExpressionAttributeValues: item{":t": attrS(tenantPrefix(tenant)), ":cp": attrS(itemCheckpoint)},
+		ProjectionExpression:      ptr("#pk, #ns, #id, #r"),
+	}
+	var found []item
+	err := s.scan(ctx, in, func(items []item) bool {
+		for _, it := range items {
+			if runs[getS(it, attrRunID)] {
+				found = append(found, it)
+			}
+		}
+		return true
+	})
+	for _, cp := range found {
+		if err != nil {
+			break
+		}
+		var items []item
+		q := &dynamodb.QueryInput{
+			KeyConditionExpression: ptr("PK = :pk AND begins_with(SK, :sk)"),
+			ExpressionAttributeValues: item{
+				":pk": cp[attrPK],
+				":sk": attrS(checkpointKey(getS(cp, attrNS), getS(cp, attrID))),
+			},
+		}
+		project(&q.ProjectionExpression, &q.ExpressionAttributeNames, keyAttrs)
+		err = s.query(ctx, q, func(page []item) bool {
+			items = append(items, page...)
+			return true
+		})
+		if err == nil {
+			err = s.deleteItems(ctx, items)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("dynamo: delete for runs: %w", err)
+	}
+	return nil
+}
+
+// CopyThread copies every item of src to dst with BatchWriteItem: blobs
+// first, then writes, checkpoints last, so dst never shows a checkpoint
+// without its values. Offloaded payloads are copied to dst's own objects
+// first, so deleting src never takes dst's data with it.
+func (s *Store) CopyThread(ctx context.Context, tenant, src, dst string) error {
+	if err := s.copyThread(ctx, tenant, src, dst); err != nil {
+		return fmt.Errorf("dynamo: copy thread %s to %s: %w", src, dst, err)
+	}
+	return nil
+}
+
+func (s *Store) copyThread(ctx context.Context, tenant, src, dst string) error {
+	items, err := s.threadItems(ctx, tenant, src)
+	if err != nil {
+		return err
+	}
+	live := slices.DeleteFunc(items, func(it item) bool { return s.expired(getN(it, attrExpiresAt)) })
+	if !slices.ContainsFunc(live, func(it item) bool { return getS(it, attrKind) == itemCheckpoint }) {
+		return saver.Errorf(saver.ENOTFOUND, "Thread %s has no checkpoint.", src)
+	}
+	rank := map[string]int{itemBlob: 0, itemWrite: 1, itemCheckpoint: 2}
+	slices.SortStableFunc(live, func(a, b item) int { return rank[getS(a, attrKind)] - rank[getS(b, attrKind)] })
+	reqs := make([]types.WriteRequest, 0, len(live))
+	pk := attrS(partitionKey(tenant, dst))
+	for _, it := range live {
+		c := maps.Clone(it)
+		c[attrPK], c[attrThread] = pk, attrS(dst)
+		exp := getN(c, attrExpiresAt) // copies expire with their originals
+		for _, name := range []string{attrBody, attrValue} {
+			m, ok := c[name].(*types.AttributeValueMemberM)
+			if !ok || getS(m.Value, payloadRef) == "" {
+				continue
+			}
+			if s.Offload == nil {
+				return fmt.Errorf("item points at offloaded data but the store has no offloader")
+			}
+			ref, err := s.Offload.Copy(ctx, getS(m.Value, payloadRef), tenant, dst, exp)
+			if err != nil {
+				return err
+			}
+			c[name] = refAttr(getS(m.Value, payloadType), ref)
+		}
+		reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: c}})
+	}
+	return s.batchWrite(ctx, reqs)
+}
+
+// Prune deletes the threads (PruneDelete) or, for PruneKeepLatest, reads
+// each thread whole and deletes everything but the newest checkpoint of each
+// namespace, its writes and the blobs it points at; then the offloaded
+// payloads only the deleted items pointed at.
+func (s *Store) Prune(ctx context.Context, tenant string, threadIDs []string, strategy saver.PruneStrategy) error {
+	for _, id := range threadIDs {
+		var err error
+		switch strategy {
+		case saver.PruneDelete:
+			err = s.DeleteThread(ctx, tenant, id)
+		case saver.PruneKeepLatest:
+			err = s.keepLatest(ctx, tenant, id)
+		default:
+			err = saver.Errorf(saver.EINVALID, "Unknown prune strategy %q.", strategy)
+		}
+		if err != nil {
+			return fmt.Errorf("dynamo: prune thread %s: %w", id, err)
+		}
+	}
+	return nil
+}
+
+func (s *Store) keepLatest(ctx context.Context, tenant, threadID string) error {
+	items, err := s.threadItems(ctx, tenant, threadID)
+	if err != nil {
+		return err
+	}
+	latest := map[string]string{} // namespace -> newest checkpoint id
+	for _, it := range items {
+		if getS(it, attrKind) != itemCheckpoint || s.expired(getN(it, attrExpiresAt)) {
+			continue
+		}
+		ns, id := getS(it, attrNS), getS(it, attrID)
+		if cur, ok := latest[ns]; !ok || id > cur {
+			latest[ns] = id
+		}
+	}
+	keep := map[string]bool{} // sort keys
+	for ns, id := range latest {
+		keep[checkpointKey(ns, id)] = true
+	}
+	for _, it := range items {
+		if getS(it, attrKind) != itemCheckpoint || !keep[getS(it, attrSK)] {
+			continue
+		}
+		if m, ok := it[attrVersions].(*types.AttributeValueMemberM); ok {
+			for ch, v := range m.Value {
+				if v, ok := v.(*types.AttributeValueMemberS); ok {
+					keep[blobKey(getS(it, attrNS), ch, v.Value)] = true
+				}
+			}
+		}
+	}
+	var (
+		drop     []item
+		kept     = map[string]bool{}
+		released []string
+	)
+	for _, it := range items {
+		sk := getS(it, attrSK)
+		if getS(it, attrKind) == itemWrite && latest[getS(it, attrNS)] == getS(it, attrID) {
+			keep[sk] = true // ids are never empty, so the namespace has a checkpoint
+		}
+		if keep[sk] {
+			for _, r := range refs(it) {
+				kept[r] = true
+			}
+			continue
+		}
+		drop = append(drop, it)
+		released = append(released, refs(it)...)
+	}
+	if err := s.deleteItems(ctx, drop); err != nil {
+		return err
+	}
+	// Offloaded keys are content-addressed, so a kept item may share one.
+	released = slices.DeleteFunc(released, func(r string) bool { return kept[r] })
+	if len(released) > 0 && s.Offload != nil {
+		return s.Offload.Delete(ctx, released)
+	}
+	return nil
+}
+
+// OffloadRefs returns the offloaded payload references a thread's items
+// hold, expired items included (their data lives until the items are
+// gone). The s3offload sweeper calls it to know which objects are live.
+func (s *Store) OffloadRefs(ctx context.Context, tenant, threadID string) ([]string, error) {
+	items, err := s.threadItems(ctx, tenant, threadID, attrBody, attrValue)
+	if err != nil {
+		return nil, fmt.Errorf("dynamo: offload refs of thread %s: %w", threadID, err)
+	}
+	var out []string
+	for _, it := range items {
+		out = append(out, refs(it)...)
+	}
+	return out, nil
+}

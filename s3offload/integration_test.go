@@ -1,0 +1,210 @@
+//go:build integration
+
+package s3offload_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/saver-dev/saver"
+	"github.com/saver-dev/saver/dynamo"
+	"github.com/saver-dev/saver/localstack"
+	"github.com/saver-dev/saver/storetest"
+)
+
+// errCrash stands for the process dying after the object was written and
+// before the item was.
+var errCrash = errors.New("crash injected before the item write")
+
+// crashingDB passes reads through to DynamoDB and fails every item write.
+type crashingDB struct{ dynamo.DynamoAPI }
+
+func (crashingDB) PutItem(context.Context, *dynamodb.PutItemInput, ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	return nil, errCrash
+}
+
+func (crashingDB) UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	return nil, errCrash
+}
+
+func (crashingDB) TransactWriteItems(context.Context, *dynamodb.TransactWriteItemsInput, ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	return nil, errCrash
+}
+
+// objects returns the keys in the stack's bucket.
+func objects(t *testing.T, st *localstack.Stack) []string {
+	t.Helper()
+	var keys []string
+	p := s3.NewListObjectsV2Paginator(st.S3, &s3.ListObjectsV2Input{Bucket: ptr(st.Offload.Bucket())})
+	for p.HasMorePages() {
+		page, err := p.NextPage(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range page.Contents {
+			keys = append(keys, *o.Key)
+		}
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func bigPut(ref saver.CheckpointRef, id string, fill byte) saver.PutCheckpoint {
+	in := storetest.NewCheckpoint(ref, id)
+	in.Body = saver.Typed{Type: "msgpack", Data: bytes.Repeat([]byte{fill}, 360<<10)}
+	storetest.SetChannel(&in, "big", id, string(bytes.Repeat([]byte{fill + 1}, 360<<10)))
+	return in
+}
+
+// later sets the offload store's clock hours ahead, as if the sweeper ran
+// long after the writes, and returns a function that puts it back.
+func later(st *localstack.Stack, d time.Duration) func() {
+	st.Offload.Now = func() time.Time { return time.Now().Add(d) }
+	return func() { st.Offload.Now = time.Now }
+}
+
+// TestCrashBetweenObjectAndItem injects a crash after the payload objects
+// are written and before the items: the put fails, nothing points at the
+// objects (no dangling pointer, the checkpoint is simply absent), the
+// orphans are swept, and the retried put works.
+func TestCrashBetweenObjectAndItem(t *testing.T) {
+	st := localstack.MustStore(t)
+	crashing := dynamo.NewStore(crashingDB{st.DB}, st.Store.Table())
+	crashing.Offload = st.Offload
+	ref := storetest.NewRef()
+	in := bigPut(ref, "1", 'a')
+	w := saver.Write{TaskID: "t", Channel: "ch", Value: saver.Typed{Type: "bytes", Data: bytes.Repeat([]byte{'w'}, 360<<10)}}
+
+	if err := in.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := crashing.PutCheckpoint(t.Context(), in); !errors.Is(err, errCrash) {
+		t.Fatalf("PutCheckpoint = %v, want the injected crash", err)
+	}
+	if err := crashing.PutWrites(t.Context(), saver.PutWrites{CheckpointRef: in.CheckpointRef, Writes: []saver.Write{w}}); !errors.Is(err, errCrash) {
+		t.Fatalf("PutWrites = %v, want the injected crash", err)
+	}
+	orphans := objects(t, st)
+	if len(orphans) != 3 { // body, blob, write
+		t.Fatalf("objects after the crash: %v, want 3 orphans", orphans)
+	}
+	storetest.MustNotFind(t, st.Store, ref)
+	if refs, err := st.Store.OffloadRefs(t.Context(), ref.Tenant, ref.ThreadID); err != nil || len(refs) != 0 {
+		t.Fatalf("OffloadRefs = %v, %v; want none", refs, err)
+	}
+
+	defer later(st, 3*time.Hour)()
+	res, err := st.Sweeper.Sweep(t.Context(), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := objects(t, st); len(got) != 0 || res.Deleted != 3 {
+		t.Fatalf("after the sweep: %v left, result %+v; want the 3 orphans gone", got, res)
+	}
+
+	st.Offload.Now = time.Now
+	storetest.MustPutCheckpoint(t, st.Store, in)
+	storetest.MustPutWrites(t, st.Store, in.CheckpointRef, w)
+	mustEqualLarge(t, storetest.MustGetTuple(t, st.Store, ref), storetest.WantTuple(in, w))
+}
+
+// TestSweeperKeepsLiveObjects sweeps a bucket holding live objects of
+// several threads, objects replaced by a re-put, and orphans: only what no
+// item points at goes, and every checkpoint still reads back whole.
+func TestSweeperKeepsLiveObjects(t *testing.T) {
+	st := localstack.MustStore(t)
+	s := st.Store
+	ref := storetest.NewRef()
+	other := storetest.NewRef()
+
+	live := bigPut(ref, "1", 'a')
+	storetest.MustPutCheckpoint(t, s, live)
+	otherLive := bigPut(other, "1", 'c')
+	storetest.MustPutCheckpoint(t, s, otherLive)
+	// Re-putting checkpoint 2 with a new body orphans its first body.
+	replaced := bigPut(ref, "2", 'e')
+	storetest.MustPutCheckpoint(t, s, replaced)
+	replaced.Body.Data = bytes.Repeat([]byte{'g'}, 360<<10)
+	replaced.Blobs = nil
+	storetest.MustPutCheckpoint(t, s, replaced)
+	// An orphan of a crashed put.
+	if _, err := st.Offload.Offload(t.Context(), ref.Tenant, ref.ThreadID, []byte("orphan"), 1<<30, 0); err != nil {
+		t.Fatal(err)
+	}
+	before := objects(t, st)
+	if len(before) != 8 {
+		t.Fatalf("bucket holds %d objects, want 8", len(before))
+	}
+
+	// A sweep right away deletes nothing: the period is open.
+	if res, err := st.Sweeper.Sweep(t.Context(), time.Minute); err != nil || res.Deleted != 0 {
+		t.Fatalf("early sweep: %+v, %v; want nothing deleted", res, err)
+	}
+	restore := later(st, 3*time.Hour)
+	res, err := st.Sweeper.Sweep(t.Context(), time.Minute)
+	restore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Deleted != 2 {
+		t.Fatalf("sweep deleted %d objects, want 2 (the replaced body and the orphan)", res.Deleted)
+	}
+	if got := len(objects(t, st)); got != 6 {
+		t.Fatalf("%d objects left, want 6", got)
+	}
+	mustEqualLarge(t, storetest.MustGetTuple(t, s, storetest.At(ref, "1")), storetest.WantTuple(live))
+	mustEqualLarge(t, storetest.MustGetTuple(t, s, storetest.At(other, "1")), storetest.WantTuple(otherLive))
+	got := storetest.MustGetTuple(t, s, storetest.At(ref, "2"))
+	if !bytes.Equal(got.Body.Data, replaced.Body.Data) || len(got.Values) != 1 {
+		t.Fatalf("checkpoint 2 lost its body or value after the sweep")
+	}
+
+	// Deleting a thread removes its objects; the other thread's stay.
+	if err := s.DeleteThread(t.Context(), ref.Tenant, ref.ThreadID); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(objects(t, st)); got != 2 {
+		t.Fatalf("%d objects left after delete_thread, want the other thread's 2", got)
+	}
+}
+
+// mustEqualLarge is storetest.MustEqualTuple for tuples with large payloads:
+// cmp walks byte slices element by element, which takes seconds at 400 KB,
+// so payloads are compared with bytes.Equal and then left out.
+func mustEqualLarge(t *testing.T, got, want *saver.Tuple) {
+	t.Helper()
+	strip := func(tup *saver.Tuple) (*saver.Tuple, map[string][]byte) {
+		c := *tup
+		data := map[string][]byte{"checkpoint": c.Body.Data}
+		c.Body.Data = nil
+		c.Values = slices.Clone(c.Values)
+		for i := range c.Values {
+			data["value "+c.Values[i].Channel] = c.Values[i].Value.Data
+			c.Values[i].Value.Data = nil
+		}
+		c.Writes = slices.Clone(c.Writes)
+		for i := range c.Writes {
+			data[fmt.Sprintf("write %s/%d", c.Writes[i].TaskID, c.Writes[i].Idx)] = c.Writes[i].Value.Data
+			c.Writes[i].Value.Data = nil
+		}
+		return &c, data
+	}
+	g, gd := strip(got)
+	w, wd := strip(want)
+	storetest.MustEqualTuple(t, g, w)
+	for k, d := range wd {
+		if !bytes.Equal(gd[k], d) {
+			t.Fatalf("%s: %d bytes differ from the %d put", k, len(gd[k]), len(d))
+		}
+	}
+}
