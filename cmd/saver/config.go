@@ -38,6 +38,12 @@ type Config struct {
 	APIKeysFile     string        // file of "tenant:key" lines
 	TLSCert         string        // PEM certificate; with TLSKey, serve HTTPS
 	TLSKey          string        // PEM private key
+	Table           string        // DynamoDB table
+	Bucket          string        // S3 bucket for offloaded payloads; "" disables offload
+	OffloadBytes    int           // items larger than this keep their payload in S3
+	Init            bool          // create the table and bucket at start if missing
+	SweepEvery      time.Duration // background orphan sweep period; 0 disables
+	SweepGrace      time.Duration // age an orphan must reach before a sweep removes it
 }
 
 // DefaultConfig is what `saver serve` runs with when nothing is set: the
@@ -54,6 +60,9 @@ func DefaultConfig() Config {
 		LogLevel:        "info",
 		LogFormat:       "text",
 		TTL:             ttl.DefaultPolicy(),
+		Table:           "saver",
+		OffloadBytes:    350 << 10,
+		SweepGrace:      time.Hour,
 	}
 }
 
@@ -140,6 +149,32 @@ func settings() []envVar {
 	add("SAVER_TLS_CERT", "tls-cert", "PEM certificate file; with -tls-key the service speaks HTTPS", s, g)
 	s, g = str(func(c *Config) *string { return &c.TLSKey })
 	add("SAVER_TLS_KEY", "tls-key", "PEM private key file", s, g)
+	s, g = str(func(c *Config) *string { return &c.Table })
+	add("SAVER_TABLE", "table", "DynamoDB table (store dynamodb)", s, g)
+	s, g = str(func(c *Config) *string { return &c.Bucket })
+	add("SAVER_BUCKET", "bucket", "S3 bucket for payloads over the offload size (store dynamodb)", s, g)
+	add("SAVER_OFFLOAD_BYTES", "offload-bytes", "item size in bytes above which a payload goes to S3",
+		func(c *Config, v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return fmt.Errorf("not a byte count: %q", v)
+			}
+			c.OffloadBytes = n
+			return nil
+		}, func(c *Config) string { return strconv.Itoa(c.OffloadBytes) })
+	add("SAVER_INIT", "init", "create the DynamoDB table and S3 bucket at start if missing",
+		func(c *Config, v string) error {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return fmt.Errorf("not a boolean: %q", v)
+			}
+			c.Init = b
+			return nil
+		}, func(c *Config) string { return strconv.FormatBool(c.Init) })
+	s, g = dur(func(c *Config) *time.Duration { return &c.SweepEvery })
+	add("SAVER_SWEEP_EVERY", "sweep-every", "run the S3 orphan sweeper this often in the background; 0s: never (use saver gc)", s, g)
+	s, g = dur(func(c *Config) *time.Duration { return &c.SweepGrace })
+	add("SAVER_SWEEP_GRACE", "sweep-grace", "age an unreferenced S3 object must reach before the sweeper removes it", s, g)
 	s, g = str(func(c *Config) *string { return &c.LogLevel })
 	add("LOG_LEVEL", "log-level", "debug, info, warn or error", s, g)
 	s, g = str(func(c *Config) *string { return &c.LogFormat })
@@ -182,6 +217,16 @@ func (c *Config) Validate() error {
 			errs = append(errs, errors.New("db: a path is required for the bolt store"))
 		}
 	case StoreDynamoDB:
+		if c.Table == "" {
+			errs = append(errs, errors.New("table: a name is required for the dynamodb store"))
+		}
+		// DynamoDB's item limit is 400 KB; the rest of the item needs room.
+		if c.OffloadBytes < 1024 || c.OffloadBytes > 380<<10 {
+			errs = append(errs, fmt.Errorf("offload-bytes %d: must be between 1024 and %d", c.OffloadBytes, 380<<10))
+		}
+		if c.SweepEvery < 0 || c.SweepGrace < time.Minute {
+			errs = append(errs, errors.New("sweep-every must not be negative and sweep-grace must be at least 1m"))
+		}
 	default:
 		errs = append(errs, fmt.Errorf("store %q: use %s or %s", c.Store, StoreBolt, StoreDynamoDB))
 	}

@@ -1,7 +1,11 @@
 // Command saver runs the checkpoint store as an HTTP service.
 //
 //	saver [serve] [flags]   start the service (the default command)
+//	saver init [flags]      create the DynamoDB table and S3 bucket if missing
+//	saver gc [flags]        remove S3 objects that no item points at, once
 //	saver version           print the version
+//
+// Every command takes the same flags and environment (see -help).
 package main
 
 import (
@@ -54,11 +58,44 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		<-ctx.Done()
 		return m.Close(context.Background())
+	case "init", "gc":
+		m := NewMain(stderr)
+		if err := m.ParseFlags(args, getenv); err != nil {
+			return err
+		}
+		if m.Config.Store != StoreDynamoDB {
+			return fmt.Errorf("%s works on the dynamodb store; set SAVER_STORE=dynamodb", cmd)
+		}
+		m.initLogger()
+		st, err := openAWS(ctx, m.Config, m.Logger)
+		if err != nil {
+			return err
+		}
+		if cmd == "init" {
+			if err := st.Init(ctx); err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "table %s ready (TTL on expires_at)\n", m.Config.Table)
+			if m.Config.Bucket != "" {
+				fmt.Fprintf(stdout, "bucket %s ready\n", m.Config.Bucket)
+			}
+			return nil
+		}
+		w := st.sweeper()
+		if w == nil {
+			return errors.New("gc needs SAVER_BUCKET: without offload there is nothing to sweep")
+		}
+		res, err := w.Sweep(ctx, m.Config.SweepGrace)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "objects %d, threads checked %d, orphans deleted %d\n", res.Objects, res.Threads, res.Deleted)
+		return nil
 	case "version":
 		fmt.Fprintln(stdout, version)
 		return nil
 	default:
-		return fmt.Errorf("unknown command %q; commands: serve, version", cmd)
+		return fmt.Errorf("unknown command %q; commands: serve, init, gc, version", cmd)
 	}
 }
 
@@ -73,6 +110,7 @@ type Main struct {
 		io.Closer
 	}
 	server *api.Server
+	stop   context.CancelFunc // ends background work (the sweeper)
 }
 
 // NewMain returns a Main with the default configuration, logging to logOut.
@@ -99,8 +137,7 @@ func (m *Main) ParseFlags(args []string, getenv func(string) string) error {
 	return m.Config.Validate()
 }
 
-// Run opens the store and starts serving. Listen errors come back here.
-func (m *Main) Run(ctx context.Context) error {
+func (m *Main) initLogger() {
 	level, _ := parseLevel(m.Config.LogLevel)
 	opts := &slog.HandlerOptions{Level: level}
 	if m.Config.LogFormat == "json" {
@@ -108,6 +145,13 @@ func (m *Main) Run(ctx context.Context) error {
 	} else {
 		m.Logger = slog.New(slog.NewTextHandler(m.logOut, opts))
 	}
+}
+
+// Run opens the store and starts serving. Listen errors come back here.
+func (m *Main) Run(ctx context.Context) error {
+	m.initLogger()
+	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
+	m.stop = stop
 
 	switch m.Config.Store {
 	case StoreBolt:
@@ -116,8 +160,20 @@ func (m *Main) Run(ctx context.Context) error {
 			return err
 		}
 		m.store = st
-	default:
-		return fmt.Errorf("store %q is not available in this build", m.Config.Store)
+	case StoreDynamoDB:
+		st, err := openAWS(ctx, m.Config, m.Logger)
+		if err != nil {
+			return err
+		}
+		m.store = st
+		if m.Config.Init {
+			if err := st.Init(ctx); err != nil {
+				return err
+			}
+		}
+		if w := st.sweeper(); w != nil && m.Config.SweepEvery > 0 {
+			go runSweeper(bg, w, m.Config.SweepEvery, m.Config.SweepGrace, m.Logger.With("component", "sweeper"))
+		}
 	}
 
 	keyMap, err := m.Config.LoadKeys(os.ReadFile)
@@ -159,6 +215,9 @@ func (m *Main) Run(ctx context.Context) error {
 // store so that every acknowledged write is on disk.
 func (m *Main) Close(ctx context.Context) error {
 	var errs []error
+	if m.stop != nil {
+		m.stop()
+	}
 	if m.server != nil {
 		ctx, cancel := context.WithTimeout(ctx, m.Config.ShutdownTimeout)
 		defer cancel()

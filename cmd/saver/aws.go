@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/saver-dev/saver/dynamo"
+	"github.com/saver-dev/saver/s3offload"
+)
+
+// awsStore is the production store: DynamoDB with payloads over the offload
+// threshold in S3. Embedding the dynamo store keeps every optional interface
+// it implements (tree, ledger, expiry) visible to the API.
+type awsStore struct {
+	*dynamo.Store
+	Offload *s3offload.Store // nil without a bucket
+	Counter *dynamo.Counter
+	s3      *s3.Client
+}
+
+// openAWS builds the clients from the standard AWS configuration chain
+// (AWS_REGION, credentials, AWS_ENDPOINT_URL_DYNAMODB / _S3 for a local
+// stack), so the same binary runs against AWS or the emulators unchanged.
+func openAWS(ctx context.Context, c Config, logger *slog.Logger) (*awsStore, error) {
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("aws config: %w", err)
+	}
+	st := &awsStore{Counter: dynamo.NewCounter()}
+	st.Store = dynamo.NewStore(dynamo.NewClient(cfg, st.Counter), c.Table)
+	if c.Bucket != "" {
+		st.s3 = s3offload.NewClient(cfg)
+		st.Offload = s3offload.NewStore(st.s3, c.Bucket)
+		st.Offload.Threshold = c.OffloadBytes
+		st.Store.Offload = st.Offload
+	} else {
+		logger.Warn("no SAVER_BUCKET: payloads over the DynamoDB item limit will be refused (413)")
+	}
+	return st, nil
+}
+
+// Ping checks the table and, with offload, the bucket: the readiness probe.
+func (s *awsStore) Ping(ctx context.Context) error {
+	if err := s.Store.Ping(ctx); err != nil {
+		return err
+	}
+	if s.Offload != nil {
+		return s.Offload.Ping(ctx)
+	}
+	return nil
+}
+
+// Close releases nothing: the SDK clients hold only idle connections.
+func (s *awsStore) Close() error { return nil }
+
+// Init creates the table (TTL on) and the bucket if they are missing.
+// Existing ones are left as they are, so running it twice is harmless.
+func (s *awsStore) Init(ctx context.Context) error {
+	if err := s.Store.CreateTable(ctx); err != nil {
+		return err
+	}
+	if s.Offload == nil {
+		return nil
+	}
+	bucket := s.Offload.Bucket()
+	if _, err := s.s3.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: &bucket}); err == nil {
+		return nil
+	}
+	_, err := s.s3.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &bucket, CreateBucketConfiguration: bucketLocation(s.s3)})
+	var owned *s3types.BucketAlreadyOwnedByYou
+	if err != nil && !errors.As(err, &owned) {
+		return fmt.Errorf("create bucket %s: %w", bucket, err)
+	}
+	return nil
+}
+
+// bucketLocation names the region for CreateBucket; us-east-1 must not be named.
+func bucketLocation(c *s3.Client) *s3types.CreateBucketConfiguration {
+	region := c.Options().Region
+	if region == "" || region == "us-east-1" {
+		return nil
+	}
+	return &s3types.CreateBucketConfiguration{LocationConstraint: s3types.BucketLocationConstraint(region)}
+}
+
+// sweeper returns the offload sweeper, or nil without a bucket.
+func (s *awsStore) sweeper() *s3offload.Sweeper {
+	if s.Offload == nil {
+		return nil
+	}
+	return s3offload.NewSweeper(s.Offload, s.Store)
+}
+
+// runSweeper removes orphaned offload objects every period until ctx ends.
+func runSweeper(ctx context.Context, w *s3offload.Sweeper, every, grace time.Duration, logger *slog.Logger) {
+	w.Run(ctx, every, grace, func(r s3offload.SweepResult, err error) {
+		if err != nil {
+			logger.Error("sweep", "error", err)
+			return
+		}
+		logger.Info("sweep", "objects", r.Objects, "threads", r.Threads, "deleted", r.Deleted)
+	})
+}
