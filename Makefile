@@ -27,7 +27,7 @@ $(VENV)/.installed: python/pyproject.toml python/constraints.txt
 venv: $(VENV)/.installed
 
 .PHONY: test
-test: test-go test-py
+test: test-go test-py test-aws
 
 .PHONY: test-go
 test-go:
@@ -60,4 +60,16 @@ localstack-down:
 test-integration:
 	rc=0; localstack/up.sh && { set -a && . ./$(LOCALSTACK_ENV) && set +a && \
 		$(GO) test -race -count=1 -tags integration ./...; } || rc=$$?; \
+	localstack/down.sh; exit $$rc
+
+# The production stores on the local AWS stack: the Go integration tests, then
+# the whole Python suite (conformance, graphs, restart) against a service on
+# the dynamodb store. The stack is stopped whether the tests pass or not.
+.PHONY: test-aws
+test-aws: build venv
+	rc=0; localstack/up.sh && { set -a && . ./$(LOCALSTACK_ENV) && set +a && \
+		$(GO) test -race -count=1 -tags integration ./dynamo/... ./s3offload/... ./localstack/... && \
+		SAVER_BIN=$(abspath $(BIN)) SAVER_STORE=dynamodb SAVER_INIT=true \
+		SAVER_TABLE=saver-pytest-$$$$ SAVER_BUCKET=saver-pytest-$$$$ \
+		$(PY) -m pytest -q python/tests; } || rc=$$?; \
 	localstack/down.sh; exit $$rc
