@@ -1,10 +1,15 @@
 package bolt_test
 
 import (
+	"bytes"
 	"fmt"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 
+	"github.com/saver-dev/saver"
+	"github.com/saver-dev/saver/bolt"
 	"github.com/saver-dev/saver/storetest"
 )
 
@@ -40,5 +45,73 @@ func BenchmarkGetLatest(b *testing.B) {
 	}
 	for b.Loop() {
 		storetest.MustGetTuple(b, s, ref)
+	}
+}
+
+// putLongThread puts a thread of n checkpoints as a long agent run leaves
+// it: a chain, each checkpoint with a 4 KiB body, a 2 KiB metadata value,
+// a 4 KiB blob and two writes, every tenth with an error write. Writers run
+// in parallel so that their puts share transactions.
+func putLongThread(tb testing.TB, s *bolt.Store, n int) saver.CheckpointRef {
+	tb.Helper()
+	ref := storetest.NewRef()
+	body := saver.Typed{Type: "msgpack", Data: bytes.Repeat([]byte{0xa5}, 4<<10)}
+	var wg sync.WaitGroup
+	ids := make(chan int)
+	for range 64 {
+		wg.Go(func() {
+			for i := range ids {
+				id := fmt.Sprintf("%08d", i)
+				in := storetest.NewCheckpoint(ref, id)
+				if i > 0 {
+					in.ParentID = fmt.Sprintf("%08d", i-1)
+				}
+				in.Body = body
+				in.Metadata = saver.Metadata{
+					"source": "loop", "step": int64(i), "run_id": "run", "parents": map[string]any{},
+					"writes": map[string]any{"agent": strings.Repeat("w", 2<<10)},
+				}
+				storetest.SetChannel(&in, "messages", id, strings.Repeat("m", 4<<10))
+				storetest.MustPutCheckpoint(tb, s, in)
+				writes := []saver.Write{storetest.NewWrite("task", 0, "messages", "reply")}
+				if i%10 == 0 {
+					writes = append(writes, storetest.NewWrite("task", -1, saver.ChannelError, "boom"))
+				}
+				storetest.MustPutWrites(tb, s, in.CheckpointRef, writes...)
+			}
+		})
+	}
+	for i := range n {
+		ids <- i
+	}
+	close(ids)
+	wg.Wait()
+	return ref
+}
+
+// BenchmarkListNodes10k lists the nodes of a 10,000-checkpoint thread, as
+// every tree query does.
+func BenchmarkListNodes10k(b *testing.B) {
+	s := MustOpen(b, filepath.Join(b.TempDir(), "saver.db"))
+	ref := putLongThread(b, s, 10_000)
+	b.ReportAllocs()
+	for b.Loop() {
+		nodes, err := s.ListNodes(b.Context(), ref.Tenant, ref.ThreadID)
+		if err != nil || len(nodes) != 10_000 {
+			b.Fatalf("ListNodes = %d nodes, %v", len(nodes), err)
+		}
+	}
+}
+
+// BenchmarkListCheckpoints10k lists the same thread with its payloads, the
+// cost that ListNodes avoids.
+func BenchmarkListCheckpoints10k(b *testing.B) {
+	s := MustOpen(b, filepath.Join(b.TempDir(), "saver.db"))
+	ref := putLongThread(b, s, 10_000)
+	b.ReportAllocs()
+	for b.Loop() {
+		if got := storetest.MustListThread(b, s, ref.Tenant, ref.ThreadID); len(got) != 10_000 {
+			b.Fatalf("listed %d checkpoints", len(got))
+		}
 	}
 }

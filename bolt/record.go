@@ -2,6 +2,7 @@ package bolt
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
 
@@ -79,4 +80,34 @@ func decodeTyped(v []byte) (saver.Typed, error) {
 		return saver.Typed{}, fmt.Errorf("decode blob: %w", err)
 	}
 	return t, nil
+}
+
+// ledgerRecord is the value stored under a ledger key. Times are Unix
+// nanoseconds.
+type ledgerRecord struct {
+	// State is ClaimClaimed while a holder works (its lease may have run
+	// out), then ClaimCompleted or ClaimFailed. In_progress is never stored:
+	// it is a claimed record seen by someone else before its lease ends.
+	State          saver.ClaimState `msgpack:"state"`
+	Token          string           `msgpack:"token"`
+	Attempt        int              `msgpack:"attempt"`
+	LeaseExpiresAt int64            `msgpack:"lease_expires_at"`
+	// ExpiresAt is when the record is gone: TTL after its last change.
+	ExpiresAt int64 `msgpack:"expires_at"`
+	// TTL is the granted claim's, kept to push ExpiresAt on Complete and Fail.
+	TTL    time.Duration `msgpack:"ttl"`
+	Result *saver.Typed  `msgpack:"result,omitempty"`
+	// Error is the failure of a failed record; on a claimed one, the last
+	// retryable failure, which the grant reported.
+	Error *saver.ClaimError `msgpack:"error,omitempty"`
+}
+
+func encodeLedger(rec *ledgerRecord) ([]byte, error) { return msgpack.Marshal(rec) }
+
+func decodeLedger(v []byte) (*ledgerRecord, error) {
+	var rec ledgerRecord
+	if err := msgpack.Unmarshal(v, &rec); err != nil {
+		return nil, fmt.Errorf("decode ledger record: %w", err)
+	}
+	return &rec, nil
 }

@@ -1,5 +1,5 @@
-// Package bolt implements saver.Store in one local file with bbolt, the
-// embedded default store for a single node.
+// Package bolt implements saver.Store, saver.TreeStore and saver.Ledger in
+// one local file with bbolt, the embedded default store for a single node.
 //
 // # Durability
 //
@@ -9,25 +9,48 @@
 //
 // # Key layout
 //
-// Three buckets hold the data. Keys are tuples of string components, each
+// Five buckets hold the data. Keys are tuples of string components, each
 // escaped (0x00 -> 0x01 0x01, 0x01 -> 0x01 0x02) and followed by a 0x00
 // separator, so that byte order is tuple order and the key of a tuple prefix
 // is a byte prefix of exactly the keys that extend it. No thread id,
-// namespace or checkpoint id can collide with another or reach into a
-// neighbour's range, whatever bytes it holds. The tenant comes first in every
-// key.
+// namespace, checkpoint id or ledger key can collide with another or reach
+// into a neighbour's range, whatever bytes it holds. The tenant comes first
+// in every key.
 //
-//	checkpoints  (tenant, thread, ns, checkpoint_id)               -> checkpoint record
-//	blobs        (tenant, thread, ns, channel, version)            -> Typed value
-//	writes       (tenant, thread, ns, checkpoint_id, task_id, idx) -> write record
+//	checkpoints    (tenant, thread, ns, checkpoint_id)               -> checkpoint record
+//	blobs          (tenant, thread, ns, channel, version)            -> Typed value
+//	writes         (tenant, thread, ns, checkpoint_id, task_id, idx) -> write record
+//	ledger         (tenant, key)                                     -> ledger record
+//	ledger_expiry  expiry ++ (tenant, key)                           -> empty
 //
 // idx is 8 bytes, big-endian with the sign bit flipped, so that writes of a
-// task sort by idx as numbers. The key of a checkpoint is also the prefix of
-// its writes. Values are msgpack.
+// task sort by idx as numbers; a ledger record's expiry (Unix nanoseconds)
+// is encoded the same way, unescaped, at the front of its ledger_expiry key.
+// The key of a checkpoint is also the prefix of its writes. Values are
+// msgpack.
 //
 // The latest checkpoint of (tenant, thread, ns) is the last key of that
 // prefix, found by one seek. Listings walk namespaces backwards from their
 // end and merge them, newest first, stopping at the limit.
+//
+// # Tree nodes
+//
+// ListNodes needs no index of its own. It walks the thread's checkpoint
+// keys and skims each record in place (skim.go): the parent link and the
+// metadata fields source, step and parents are decoded; the body, channel
+// versions and other metadata are stepped over by their msgpack lengths,
+// neither copied nor read. The error and interrupt flags come from the
+// idx in the keys of the thread's writes (LangGraph writes errors at -1 and
+// interrupts at -3), read in the same key order as the checkpoints.
+//
+// # Idempotency ledger
+//
+// The ledger has its own buckets, so thread operations never touch it. A
+// claim that grants nothing is answered by a read; a grant decides again in
+// one write transaction, which bbolt serialises, so one claim of a key wins.
+// Leases and expiry use Store.Now. Expired records are never returned, and
+// each grant deletes a few of them, oldest first, through the expiry index:
+// the file does not grow with keys that are gone.
 package bolt
 
 import (
@@ -37,6 +60,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -46,10 +70,15 @@ import (
 )
 
 var (
-	bucketCheckpoints = []byte("checkpoints")
-	bucketBlobs       = []byte("blobs")
-	bucketWrites      = []byte("writes")
+	bucketCheckpoints  = []byte("checkpoints")
+	bucketBlobs        = []byte("blobs")
+	bucketWrites       = []byte("writes")
+	bucketLedger       = []byte("ledger")
+	bucketLedgerExpiry = []byte("ledger_expiry")
 )
+
+// buckets are every bucket of the file, created by Open.
+var buckets = append(slices.Clone(threadBuckets), bucketLedger, bucketLedgerExpiry)
 
 // Store is a saver.Store in one bbolt file. Its exported fields are knobs
 // read by Open; set them with Options.
@@ -67,6 +96,9 @@ type Store struct {
 	MaxBatchSize int
 	// FileMode is the mode of a newly created file. Default: 0600.
 	FileMode os.FileMode
+	// Now is the clock of ledger leases and key expiry, read on every
+	// ledger call. Default: time.Now.
+	Now func() time.Time
 
 	path string
 	db   *bbolt.DB
@@ -85,6 +117,9 @@ func WithTimeout(d time.Duration) Option { return func(s *Store) { s.Timeout = d
 
 // WithMaxBatchDelay sets Store.MaxBatchDelay.
 func WithMaxBatchDelay(d time.Duration) Option { return func(s *Store) { s.MaxBatchDelay = d } }
+
+// WithNow sets Store.Now.
+func WithNow(now func() time.Time) Option { return func(s *Store) { s.Now = now } }
 
 // Open opens the store in the file at path, creating it and its parent
 // directories if needed.
@@ -108,6 +143,9 @@ func Open(path string, opts ...Option) (*Store, error) {
 	if s.FileMode == 0 {
 		s.FileMode = 0o600
 	}
+	if s.Now == nil {
+		s.Now = time.Now
+	}
 	s.Logger = s.Logger.With(saver.LogKeyComponent, "bolt")
 
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
@@ -122,7 +160,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 	db.MaxBatchDelay = s.MaxBatchDelay
 	db.MaxBatchSize = s.MaxBatchSize
 	err = db.Update(func(tx *bbolt.Tx) error {
-		for _, name := range [][]byte{bucketCheckpoints, bucketBlobs, bucketWrites} {
+		for _, name := range buckets {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return err
 			}
@@ -150,7 +188,7 @@ func (s *Store) Close() error {
 // Ping reports whether the store answers reads, for readiness checks.
 func (s *Store) Ping(ctx context.Context) error {
 	return s.view(ctx, "ping", func(tx *bbolt.Tx) error {
-		for _, name := range [][]byte{bucketCheckpoints, bucketBlobs, bucketWrites} {
+		for _, name := range buckets {
 			if tx.Bucket(name) == nil {
 				return fmt.Errorf("bucket %s is missing", name)
 			}

@@ -14,9 +14,9 @@ import (
 )
 
 // MustOpen opens the store at path, quietly, and closes it at cleanup.
-func MustOpen(tb testing.TB, path string) *bolt.Store {
+func MustOpen(tb testing.TB, path string, opts ...bolt.Option) *bolt.Store {
 	tb.Helper()
-	s, err := bolt.Open(path, bolt.WithLogger(slog.New(slog.DiscardHandler)))
+	s, err := bolt.Open(path, append([]bolt.Option{bolt.WithLogger(slog.New(slog.DiscardHandler))}, opts...)...)
 	if err != nil {
 		tb.Fatalf("Open: %v", err)
 	}
@@ -38,6 +38,26 @@ func TestStore(t *testing.T) {
 	t.Run("Shared", func(t *testing.T) {
 		shared := MustOpen(t, filepath.Join(t.TempDir(), "saver.db"))
 		storetest.Run(t, func(t *testing.T) saver.Store { return shared })
+	})
+}
+
+func TestTree(t *testing.T) {
+	t.Run("Private", func(t *testing.T) {
+		storetest.RunTree(t, func(t *testing.T) storetest.TreeStore {
+			return MustOpen(t, filepath.Join(t.TempDir(), "saver.db"))
+		})
+	})
+	t.Run("Shared", func(t *testing.T) {
+		shared := MustOpen(t, filepath.Join(t.TempDir(), "saver.db"))
+		storetest.RunTree(t, func(t *testing.T) storetest.TreeStore { return shared })
+	})
+}
+
+// TestLedger gives every subtest a store of its own: a store has one clock,
+// and each subtest drives its own.
+func TestLedger(t *testing.T) {
+	storetest.RunLedger(t, func(t *testing.T, now func() time.Time) storetest.LedgerStore {
+		return MustOpen(t, filepath.Join(t.TempDir(), "saver.db"), bolt.WithNow(now))
 	})
 }
 

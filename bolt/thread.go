@@ -9,7 +9,8 @@ import (
 	"github.com/saver-dev/saver"
 )
 
-var allBuckets = [][]byte{bucketCheckpoints, bucketBlobs, bucketWrites}
+// threadBuckets hold the data of threads, all keyed (tenant, thread, ...).
+var threadBuckets = [][]byte{bucketCheckpoints, bucketBlobs, bucketWrites}
 
 // DeleteThread removes every checkpoint, blob and write of the thread.
 func (s *Store) DeleteThread(ctx context.Context, tenant, threadID string) error {
@@ -20,7 +21,7 @@ func (s *Store) DeleteThread(ctx context.Context, tenant, threadID string) error
 }
 
 func deleteThread(tx *bbolt.Tx, prefix []byte) error {
-	for _, name := range allBuckets {
+	for _, name := range threadBuckets {
 		if err := deletePrefix(tx.Bucket(name), prefix, nil); err != nil {
 			return err
 		}
@@ -113,7 +114,7 @@ func (s *Store) CopyThread(ctx context.Context, tenant, src, dst string) error {
 		if k, _ := tx.Bucket(bucketCheckpoints).Cursor().Seek(srcPrefix); k == nil || !bytes.HasPrefix(k, srcPrefix) {
 			return saver.Errorf(saver.ENOTFOUND, "Thread %q has no checkpoint.", src)
 		}
-		for _, name := range allBuckets {
+		for _, name := range threadBuckets {
 			b := tx.Bucket(name)
 			// Collect before writing: the destination may sort inside the
 			// range being read.

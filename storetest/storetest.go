@@ -10,6 +10,18 @@
 // Every subtest works in its own random tenant and thread ids and never
 // assumes the store is empty, so open may hand every subtest the same shared
 // store (a DynamoDB table, say).
+//
+// The optional interfaces have contracts of their own, which a store that
+// implements them runs too. RunTree checks saver.TreeStore. RunLedger checks
+// saver.Ledger with a Clock per subtest, which open hands to the store:
+//
+//	func TestLedger(t *testing.T) {
+//		storetest.RunLedger(t, func(t *testing.T, now func() time.Time) storetest.LedgerStore {
+//			s := MustOpen(t)
+//			s.Now = now
+//			return s
+//		})
+//	}
 package storetest
 
 import (

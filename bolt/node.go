@@ -1,0 +1,157 @@
+package bolt
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	"go.etcd.io/bbolt"
+
+	"github.com/saver-dev/saver"
+)
+
+var _ saver.TreeStore = (*Store)(nil)
+
+// LangGraph stores each special channel's writes at its own negative idx
+// (WRITES_IDX_MAP), so the keys of a checkpoint's writes tell whether it has
+// an error or an interrupt. These are the encoded last key components.
+var (
+	errorIdx     = key(idxComponent(-1)) // saver.ChannelError
+	interruptIdx = key(idxComponent(-3)) // saver.ChannelInterrupt
+)
+
+// ListNodes returns every checkpoint of the thread as a node. It skims the
+// node fields out of each checkpoint record in place (see decodeNode) and
+// takes the flags from the keys of the thread's writes: no payload is
+// decoded or copied.
+func (s *Store) ListNodes(ctx context.Context, tenant, threadID string) ([]saver.Node, error) {
+	prefix := key(tenant, threadID)
+	var nodes []saver.Node
+	err := s.view(ctx, "list nodes", func(tx *bbolt.Tx) error {
+		// keys[i] is the key of nodes[i] after the thread prefix: (ns, id).
+		// It aliases the file, which is fine until the transaction ends.
+		var keys [][]byte
+		nodes = []saver.Node{}
+		c := tx.Bucket(bucketCheckpoints).Cursor()
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			if err := checkCtx(ctx, len(nodes)); err != nil {
+				return err
+			}
+			rest := k[len(prefix):]
+			ns, tail, err := nextComponent(rest)
+			if err != nil {
+				return err
+			}
+			id, tail, err := nextComponent(tail)
+			if err != nil || len(tail) != 0 {
+				return errBadKey
+			}
+			n := saver.Node{ThreadID: threadID, NS: ns, ID: id}
+			if err := decodeNode(&n, v); err != nil {
+				return fmt.Errorf("decode checkpoint %s: %w", n.ID, err)
+			}
+			nodes = append(nodes, n)
+			keys = append(keys, rest)
+		}
+		return flagNodes(ctx, tx.Bucket(bucketWrites).Cursor(), prefix, nodes, keys)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return nodes, nil
+}
+
+// flagNodes sets HasError and HasInterrupt from the keys of the thread's
+// writes. A write's key is its checkpoint's key followed by (task_id, idx),
+// so writes sort in the order of their checkpoints, and one pass over both
+// finds each write's checkpoint without a lookup. Writes on checkpoints that
+// were never put fall between nodes and are passed over.
+func flagNodes(ctx context.Context, c *bbolt.Cursor, prefix []byte, nodes []saver.Node, keys [][]byte) error {
+	i, n := 0, 0
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && i < len(keys); k, _ = c.Next() {
+		if err := checkCtx(ctx, n); err != nil {
+			return err
+		}
+		n++
+		rest := k[len(prefix):]
+		// A checkpoint key sorts below the keys of its writes, and a key
+		// that is neither below nor a prefix of this write's belongs to a
+		// later checkpoint.
+		for i < len(keys) && !bytes.HasPrefix(rest, keys[i]) && bytes.Compare(keys[i], rest) < 0 {
+			i++
+		}
+		if i == len(keys) || !bytes.HasPrefix(rest, keys[i]) {
+			continue
+		}
+		own := rest[len(keys[i]):]
+		task := bytes.IndexByte(own, sep)
+		if task < 0 {
+			return errBadKey
+		}
+		switch idx := own[task+1:]; {
+		case bytes.Equal(idx, errorIdx):
+			nodes[i].HasError = true
+		case bytes.Equal(idx, interruptIdx):
+			nodes[i].HasInterrupt = true
+		}
+	}
+	return nil
+}
+
+// decodeNode reads a checkpoint record's parent link and the metadata
+// fields a node shows, skipping the body, the channel versions and every
+// other metadata value by their lengths.
+func decodeNode(n *saver.Node, v []byte) error {
+	s := skim{b: v}
+	fields := s.mapLen()
+	for i := uint64(0); i < fields && s.err == nil; i++ {
+		switch string(s.strBytes()) {
+		case "parent_id":
+			n.ParentID = s.str()
+		case "metadata":
+			s.nodeMetadata(n)
+		default:
+			s.skip()
+		}
+	}
+	return s.err
+}
+
+// nodeMetadata reads source, step and parents from a metadata map. Values
+// of other types read as absent; a step stored as a float is truncated.
+func (s *skim) nodeMetadata(n *saver.Node) {
+	entries := s.mapLen()
+	for i := uint64(0); i < entries && s.err == nil; i++ {
+		name := s.strBytes()
+		v := s.next()
+		switch {
+		case string(name) == "source" && v.kind == kindStr:
+			n.Source = string(v.data)
+		case string(name) == "step":
+			n.Step, _ = v.integer()
+		case string(name) == "parents" && v.kind == kindMap:
+			n.Parents = s.parents(v.n)
+			continue
+		}
+		s.skipRest(v)
+	}
+}
+
+// parents reads the entries of a parents map, keeping those whose key and
+// value are strings; nil if none is.
+func (s *skim) parents(entries uint64) map[string]string {
+	var out map[string]string
+	for i := uint64(0); i < entries && s.err == nil; i++ {
+		k := s.next()
+		s.skipRest(k)
+		v := s.next()
+		s.skipRest(v)
+		if k.kind == kindStr && v.kind == kindStr {
+			if out == nil {
+				out = make(map[string]string)
+			}
+			out[string(k.data)] = string(v.data)
+		}
+	}
+	return out
+}
