@@ -69,7 +69,7 @@ func (r ClaimRequest) Validate() error {
 		return err
 	}
 	if r.Lease <= 0 || r.Lease > MaxLease {
-		return Errorf(EINVALID, "lease must be between 1ms and %s.", MaxLease)
+		return Errorf(EINVALID, "lease must be positive and at most %s.", MaxLease)
 	}
 	if r.TTL < r.Lease || r.TTL > MaxTTL {
 		return Errorf(EINVALID, "ttl must be at least the lease and at most %s.", MaxTTL)

@@ -105,6 +105,11 @@ func (in *PutWrites) Validate() error {
 		if w.Value.Type == "" {
 			return Errorf(EINVALID, "Write %d has no value type.", i)
 		}
+		if want, special := SpecialChannelIdx[w.Channel]; special && w.Idx != want {
+			return Errorf(EINVALID, "Write %d on %s must have idx %d, as LangGraph's WRITES_IDX_MAP says.", i, w.Channel, want)
+		} else if !special && w.Idx < 0 {
+			return Errorf(EINVALID, "Write %d has idx %d; negative idx is only for LangGraph's special channels.", i, w.Idx)
+		}
 		if seen[w.TaskID] == nil {
 			seen[w.TaskID] = make(map[int64]bool)
 		}

@@ -230,6 +230,8 @@ func TestBadInput(t *testing.T) {
 		{"WritesWithoutCheckpoint", "POST", "/v1/threads/t/writes", "application/json", []byte(`{"checkpoint_ns":"","writes":[]}`), 400, "invalid"},
 		{"WriteWithoutTask", "POST", "/v1/threads/t/writes", "application/json", []byte(`{"checkpoint_id":"c","writes":[{"channel":"a","idx":0,"value":{"type":"null","data":""}}]}`), 400, "invalid"},
 		{"DuplicateWrite", "POST", "/v1/threads/t/writes", "application/json", []byte(`{"checkpoint_id":"c","writes":[{"task_id":"t","channel":"a","idx":0,"value":{"type":"null","data":""}},{"task_id":"t","channel":"b","idx":0,"value":{"type":"null","data":""}}]}`), 400, "invalid"},
+		{"SpecialChannelWrongIdx", "POST", "/v1/threads/t/writes", "application/json", []byte(`{"checkpoint_id":"c","writes":[{"task_id":"t","channel":"__error__","idx":0,"value":{"type":"null","data":""}}]}`), 400, "invalid"},
+		{"NegativeIdxOrdinaryChannel", "POST", "/v1/threads/t/writes", "application/json", []byte(`{"checkpoint_id":"c","writes":[{"task_id":"t","channel":"messages","idx":-1,"value":{"type":"null","data":""}}]}`), 400, "invalid"},
 		{"PruneBadStrategy", "POST", "/v1/threads/prune", "application/json", []byte(`{"thread_ids":["a"],"strategy":"some"}`), 400, "invalid"},
 		{"PruneEmptyID", "POST", "/v1/threads/prune", "application/json", []byte(`{"thread_ids":[""]}`), 400, "invalid"},
 		{"CopyToSelf", "POST", "/v1/threads/t/copy", "application/json", []byte(`{"target_thread_id":"t"}`), 400, "invalid"},

@@ -110,7 +110,13 @@ func testWritesOrder(t *testing.T, s saver.Store) {
 	ref := NewRef()
 	MustPutCheckpoint(t, s, NewCheckpoint(ref, "0001"))
 	w := func(path, task string, idx int64) saver.Write {
-		return saver.Write{TaskID: task, TaskPath: path, Idx: idx, Channel: "ch", Value: Typed(path + "|" + task)}
+		ch := "ch"
+		for special, i := range saver.SpecialChannelIdx {
+			if i == idx {
+				ch = special // negative idx belongs to its special channel
+			}
+		}
+		return saver.Write{TaskID: task, TaskPath: path, Idx: idx, Channel: ch, Value: Typed(path + "|" + task)}
 	}
 	calls := [][]saver.Write{
 		{w("b", "t1", 10), w("b", "t1", 2)},
