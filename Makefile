@@ -73,3 +73,18 @@ test-aws: build venv
 		SAVER_TABLE=saver-pytest-$$$$ SAVER_BUCKET=saver-pytest-$$$$ \
 		$(PY) -m pytest -q python/tests; } || rc=$$?; \
 	localstack/down.sh; exit $$rc
+
+# Runs examples/payment_workflow.py against a temporary service (free port,
+# temporary database), then stops the service, whether the example passes or not.
+.PHONY: example
+example: build venv
+	@tmp=$$(mktemp -d); \
+	$(BIN) serve -addr 127.0.0.1:0 -addr-file $$tmp/addr -db $$tmp/saver.db >$$tmp/service.log 2>&1 & pid=$$!; \
+	trap 'kill $$pid 2>/dev/null; wait $$pid 2>/dev/null; rm -rf $$tmp' EXIT; \
+	for i in $$(seq 300); do \
+		grep -qs ':[0-9][0-9]*$$' $$tmp/addr && break; \
+		kill -0 $$pid 2>/dev/null || break; \
+		sleep 0.1; \
+	done; \
+	grep -qs ':[0-9][0-9]*$$' $$tmp/addr || { echo "saver did not start:"; cat $$tmp/service.log; exit 1; }; \
+	SAVER_URL=http://$$(cat $$tmp/addr) $(PY) examples/payment_workflow.py

@@ -9,6 +9,9 @@ from saver_client._version import __version__
 from saver_client.errors import (
     BadResponseError,
     ConflictError,
+    IdempotencyError,
+    IdempotencyInProgress,
+    IdempotentCallFailed,
     InternalServerError,
     InvalidRequestError,
     NoRouteError,
@@ -20,22 +23,45 @@ from saver_client.errors import (
     UnavailableError,
     UnsupportedMediaTypeError,
 )
+from saver_client.ledger import (
+    Claim,
+    ClaimState,
+    Idempotent,
+    IdempotentCall,
+    StoredFailure,
+    derive_key,
+)
 from saver_client.saver import HTTPSaver
+from saver_client.tree import Branch, NodeStatus, ResumeContext, ThreadTree, TreeNode
 
 __all__ = [
     "BadResponseError",
+    "Branch",
+    "Claim",
+    "ClaimState",
     "ConflictError",
     "HTTPSaver",
+    "Idempotent",
+    "IdempotentCall",
+    "IdempotentCallFailed",
+    "IdempotencyError",
+    "IdempotencyInProgress",
     "InternalServerError",
     "InvalidRequestError",
     "NoRouteError",
+    "NodeStatus",
     "NotFoundError",
+    "ResumeContext",
     "RetryPolicy",
     "SaverConnectionError",
     "SaverError",
+    "StoredFailure",
+    "ThreadTree",
     "TooLargeError",
+    "TreeNode",
     "UnauthorizedError",
     "UnavailableError",
     "UnsupportedMediaTypeError",
     "__version__",
+    "derive_key",
 ]

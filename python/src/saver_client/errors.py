@@ -10,6 +10,9 @@ from __future__ import annotations
 __all__ = [
     "BadResponseError",
     "ConflictError",
+    "IdempotencyError",
+    "IdempotencyInProgress",
+    "IdempotentCallFailed",
     "InternalServerError",
     "InvalidRequestError",
     "NoRouteError",
@@ -122,6 +125,47 @@ class SaverConnectionError(SaverError):
 
 class BadResponseError(SaverError):
     """The service answered with something that does not follow the wire protocol."""
+
+
+class IdempotencyError(Exception):
+    """An idempotent call could not run or return its stored result."""
+
+    def __init__(self, key: str, message: str) -> None:
+        self.key = key
+        self.message = message
+        super().__init__(key, message)
+
+    def __str__(self) -> str:
+        return f"{self.message} (idempotency key {self.key!r})"
+
+
+class IdempotentCallFailed(IdempotencyError):
+    """The call under this key failed for good earlier; it is not run again.
+
+    `message` is the failure stored by the attempt that failed, `attempt` the
+    number of attempts the ledger granted.
+    """
+
+    def __init__(self, key: str, message: str, attempt: int = 0) -> None:
+        self.attempt = attempt
+        super().__init__(key, message)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.key, self.message, self.attempt))
+
+
+class IdempotencyInProgress(IdempotencyError):
+    """Another caller still holds the key's lease and the wait timed out.
+
+    `lease_expires_at` (epoch seconds) is when that lease ends, if known.
+    """
+
+    def __init__(self, key: str, message: str, lease_expires_at: float | None = None) -> None:
+        self.lease_expires_at = lease_expires_at
+        super().__init__(key, message)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.key, self.message, self.lease_expires_at))
 
 
 _BY_CODE: dict[str, type[SaverError]] = {

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import base64
+import builtins
 import datetime as _dt
 import enum
 import logging
+import math
 import os
 import random
 import uuid
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any, cast
 from urllib.parse import quote, urlsplit
@@ -31,6 +33,21 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from saver_client._transport import RetryPolicy, Transport
 from saver_client._version import __version__
 from saver_client.errors import BadResponseError, NotFoundError
+from saver_client.ledger import (
+    DEFAULT_WAIT_TIMEOUT,
+    MAX_MESSAGE_BYTES,
+    Claim,
+    Idempotent,
+    StoredFailure,
+)
+from saver_client.tree import (
+    Branch,
+    ResumeContext,
+    ThreadTree,
+    TreeNode,
+    branches_from_wire,
+    nodes_from_wire,
+)
 
 __all__ = ["HTTPSaver"]
 
@@ -295,6 +312,81 @@ class HTTPSaver(BaseCheckpointSaver[str]):
             raise BadResponseError("bad_response", "search returned an empty page with a cursor")
         return result["tuples"], cursor
 
+    @staticmethod
+    def _tree_request(
+        thread_id: str,
+        query: str,
+        checkpoint_id: str | None = None,
+        checkpoint_ns: str = "",
+    ) -> tuple[str, dict[str, str]]:
+        params: dict[str, str] = {}
+        if checkpoint_id:
+            params = {"checkpoint_ns": checkpoint_ns or "", "checkpoint_id": checkpoint_id}
+        elif checkpoint_ns:
+            raise ValueError("checkpoint_ns needs a checkpoint_id")
+        suffix = f"/{query}" if query else ""
+        return f"/v1/threads/{_seg(str(thread_id))}/tree{suffix}", params
+
+    @staticmethod
+    def _context_params(limit: int | None) -> dict[str, str]:
+        if limit is None:
+            return {}
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+            raise ValueError("limit must be a non-negative int (0 or None: no limit)")
+        return {"limit": str(limit)}
+
+    @staticmethod
+    def _claim_body(key: str, lease: float | None, ttl: float | None) -> Wire:
+        if not isinstance(key, str) or not key:
+            raise ValueError("an idempotency key must be a non-empty str")
+        body: Wire = {"key": key}
+        if lease is not None:
+            body["lease_ms"] = _millis(lease, "lease")
+        if ttl is not None:
+            body["ttl_ms"] = _millis(ttl, "ttl")
+        return body
+
+    def _to_claim(self, wire: Any) -> Claim:
+        try:
+            state = wire["state"]
+            if state not in ("claimed", "in_progress", "completed", "failed"):
+                raise ValueError(f"unknown state {state!r}")
+            lease_ms = wire.get("lease_expires_at_ms") or 0
+            err = wire.get("error")
+            return Claim(
+                key=str(wire["key"]),
+                state=state,
+                attempt=int(wire.get("attempt") or 0),
+                token=str(wire["token"]) if wire.get("token") else None,
+                lease_expires_at=lease_ms / 1000 if lease_ms else None,
+                result=(
+                    self._untyped(wire["result"])
+                    if state == "completed" and wire.get("result") is not None
+                    else None
+                ),
+                error=(
+                    StoredFailure(str(err.get("message") or ""), bool(err.get("retryable")))
+                    if err
+                    else None
+                ),
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise BadResponseError("bad_response", f"malformed claim answer: {exc!r}") from exc
+
+    def _complete_body(self, key: str, token: str, result: Any) -> Wire:
+        return {"key": key, "token": token, "result": self._typed(result)}
+
+    @staticmethod
+    def _fail_body(key: str, token: str, message: str, retryable: bool) -> Wire:
+        data = str(message).encode()
+        if len(data) > MAX_MESSAGE_BYTES:  # the service refuses longer messages
+            message = data[:MAX_MESSAGE_BYTES].decode(errors="ignore")
+        return {
+            "key": key,
+            "token": token,
+            "error": {"message": str(message), "retryable": bool(retryable)},
+        }
+
     # -- sync API ----------------------------------------------------------
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
@@ -390,6 +482,162 @@ class HTTPSaver(BaseCheckpointSaver[str]):
                 body={"thread_ids": [str(t) for t in thread_ids], "strategy": strategy},
             )
 
+    # -- checkpoint tree -----------------------------------------------------
+    # Not part of BaseCheckpointSaver: new names only, so that capability
+    # detection (which looks at overridden base methods) is unaffected.
+    # (`builtins.list` because `list` in this class body is the method.)
+
+    def tree(self, thread_id: str) -> ThreadTree:
+        """The thread's whole checkpoint tree, every namespace, parents before children.
+
+        Raises NotFoundError when the thread has no checkpoint.
+        """
+        path, params = self._tree_request(thread_id, "")
+        return ThreadTree.from_wire(self._transport.request("GET", path, params=params))
+
+    def path(
+        self, thread_id: str, checkpoint_id: str | None = None, checkpoint_ns: str = ""
+    ) -> builtins.list[TreeNode]:
+        """The nodes from the root down to a checkpoint; to the head without checkpoint_id.
+
+        A subgraph checkpoint's path crosses into the parent graph that ran it.
+        """
+        path, params = self._tree_request(thread_id, "path", checkpoint_id, checkpoint_ns)
+        return nodes_from_wire(self._transport.request("GET", path, params=params))
+
+    def children(
+        self, thread_id: str, checkpoint_id: str | None = None, checkpoint_ns: str = ""
+    ) -> builtins.list[TreeNode]:
+        """A checkpoint's children (the head's without checkpoint_id), oldest first.
+
+        Forks are siblings; subgraph runs under the checkpoint are children too.
+        """
+        path, params = self._tree_request(thread_id, "children", checkpoint_id, checkpoint_ns)
+        return nodes_from_wire(self._transport.request("GET", path, params=params))
+
+    def leaves(self, thread_id: str) -> builtins.list[TreeNode]:
+        """The branch heads of every namespace."""
+        path, params = self._tree_request(thread_id, "leaves")
+        return nodes_from_wire(self._transport.request("GET", path, params=params))
+
+    def abandoned(self, thread_id: str) -> builtins.list[Branch]:
+        """The root graph's branches that are not on the live path, oldest first."""
+        path, params = self._tree_request(thread_id, "abandoned")
+        return branches_from_wire(self._transport.request("GET", path, params=params))
+
+    def resume_context(self, thread_id: str, *, limit: int | None = None) -> ResumeContext:
+        """The live path as prompt text (`.text`, also `str()`) and the tree drawn (`.drawing`).
+
+        With `limit`, the text keeps only the last `limit` steps.
+        """
+        path, params = self._tree_request(thread_id, "context")
+        params.update(self._context_params(limit))
+        return ResumeContext.from_wire(self._transport.request("GET", path, params=params))
+
+    # -- idempotency ledger ----------------------------------------------------
+
+    def claim(self, key: str, *, lease: float | None = None, ttl: float | None = None) -> Claim:
+        """Claim an idempotency key before a side effect.
+
+        Of any number of concurrent claims, exactly one is granted (`claimed`,
+        with a token). Others see `in_progress` (with the lease's end),
+        `completed` (with the stored result, decoded with `serde`) or `failed`.
+        A retryable failure is never reported: the next claim is granted.
+
+        Args:
+            key: The idempotency key, at most 256 bytes.
+            lease: Seconds the claim holds before another caller may take over;
+                the service's default (a minute) if None.
+            ttl: Seconds the key's record is kept after its last change; the
+                service's default (a day) if None.
+        """
+        body = self._claim_body(key, lease, ttl)
+        return self._to_claim(self._transport.request("POST", "/v1/idempotency/claim", body=body))
+
+    def complete(self, key: str, token: str, result: Any) -> None:
+        """Store the result of a claimed key (serialised with `serde`).
+
+        Raises ConflictError when the token no longer holds the claim.
+        """
+        body = self._complete_body(key, token, result)
+        self._transport.request("POST", "/v1/idempotency/complete", body=body)
+
+    def fail(self, key: str, token: str, message: str, *, retryable: bool = True) -> None:
+        """Store a failure of a claimed key. A retryable one lets the next claim run again.
+
+        Raises ConflictError when the token no longer holds the claim.
+        """
+        body = self._fail_body(key, token, message, retryable)
+        self._transport.request("POST", "/v1/idempotency/fail", body=body)
+
+    def idempotent(
+        self,
+        key: str | Callable[..., str] | None = None,
+        *,
+        name: str | None = None,
+        lease: float | None = None,
+        ttl: float | None = None,
+        timeout: float | None = DEFAULT_WAIT_TIMEOUT,
+        non_retryable: tuple[type[BaseException], ...] = (),
+        pass_key: str | None = None,
+        config: RunnableConfig | None = None,
+    ) -> Idempotent:
+        """Run a side effect at most once per key, however often its step runs.
+
+        As a decorator, sync or async::
+
+            charge = saver.idempotent("charge-" + order_id)(charge_card)
+            receipt = charge(order)
+
+        or as a context manager (`with` / `async with`)::
+
+            with saver.idempotent("charge-" + order_id) as call:
+                if not call.done:
+                    call.result = charge_card(order, idempotency_key=call.key)
+            receipt = call.result
+
+        The first call claims the key, runs, and stores its result (with
+        `serde`); a later call under the same key returns the stored result
+        without running. If the call raises, the failure is stored and the
+        exception re-raised; the next call runs again, unless the exception is
+        one of `non_retryable` (or has `retryable = False`), in which case later
+        calls raise IdempotentCallFailed. While another caller holds the key,
+        a call waits for its lease (polling, at most until the lease ends) and
+        raises IdempotencyInProgress after `timeout` seconds.
+
+        Args:
+            key: The key, a function of the call's arguments returning it, or
+                None to derive one from the running LangGraph task (see
+                `derive_key`): inside a node or `@task` only.
+            name: The step-local name in a derived key; default the wrapped
+                function's qualified name (the block form: "idempotent"). Calls
+                of one name in one task are numbered, so two calls of the same
+                function in a step get different keys.
+            lease: Seconds a claim holds before another caller may take over.
+                Longer than the call can take. Default: the service's (a minute).
+            ttl: Seconds the key is remembered. Default: the service's (a day).
+            timeout: Seconds to wait for another caller's lease; None: no limit.
+            non_retryable: Exception classes that fail the key for good.
+            pass_key: Name of a keyword parameter of the wrapped function that
+                receives the key, to pass on to a downstream API as that API's
+                own idempotency key. Give the parameter a default (e.g.
+                `idempotency_key: str | None = None`): callers do not pass it.
+            config: The task's config, for deriving keys where
+                `langgraph.config.get_config()` cannot find it (async code on
+                Python 3.10).
+        """
+        return Idempotent(
+            self,
+            key,
+            name=name,
+            lease=lease,
+            ttl=ttl,
+            timeout=timeout,
+            non_retryable=tuple(non_retryable),
+            pass_key=pass_key,
+            config=config,
+        )
+
     # -- async API ---------------------------------------------------------
     # Overridden on the class (not delegated to the base) because both the
     # conformance suite and the Agent Server detect capabilities that way.
@@ -484,6 +732,62 @@ class HTTPSaver(BaseCheckpointSaver[str]):
                 body={"thread_ids": [str(t) for t in thread_ids], "strategy": strategy},
             )
 
+    # -- async checkpoint tree and ledger --------------------------------------
+
+    async def atree(self, thread_id: str) -> ThreadTree:
+        """Async `tree`."""
+        path, params = self._tree_request(thread_id, "")
+        return ThreadTree.from_wire(await self._transport.arequest("GET", path, params=params))
+
+    async def apath(
+        self, thread_id: str, checkpoint_id: str | None = None, checkpoint_ns: str = ""
+    ) -> builtins.list[TreeNode]:
+        """Async `path`."""
+        path, params = self._tree_request(thread_id, "path", checkpoint_id, checkpoint_ns)
+        return nodes_from_wire(await self._transport.arequest("GET", path, params=params))
+
+    async def achildren(
+        self, thread_id: str, checkpoint_id: str | None = None, checkpoint_ns: str = ""
+    ) -> builtins.list[TreeNode]:
+        """Async `children`."""
+        path, params = self._tree_request(thread_id, "children", checkpoint_id, checkpoint_ns)
+        return nodes_from_wire(await self._transport.arequest("GET", path, params=params))
+
+    async def aleaves(self, thread_id: str) -> builtins.list[TreeNode]:
+        """Async `leaves`."""
+        path, params = self._tree_request(thread_id, "leaves")
+        return nodes_from_wire(await self._transport.arequest("GET", path, params=params))
+
+    async def aabandoned(self, thread_id: str) -> builtins.list[Branch]:
+        """Async `abandoned`."""
+        path, params = self._tree_request(thread_id, "abandoned")
+        return branches_from_wire(await self._transport.arequest("GET", path, params=params))
+
+    async def aresume_context(self, thread_id: str, *, limit: int | None = None) -> ResumeContext:
+        """Async `resume_context`."""
+        path, params = self._tree_request(thread_id, "context")
+        params.update(self._context_params(limit))
+        return ResumeContext.from_wire(await self._transport.arequest("GET", path, params=params))
+
+    async def aclaim(
+        self, key: str, *, lease: float | None = None, ttl: float | None = None
+    ) -> Claim:
+        """Async `claim`."""
+        body = self._claim_body(key, lease, ttl)
+        return self._to_claim(
+            await self._transport.arequest("POST", "/v1/idempotency/claim", body=body)
+        )
+
+    async def acomplete(self, key: str, token: str, result: Any) -> None:
+        """Async `complete`."""
+        body = self._complete_body(key, token, result)
+        await self._transport.arequest("POST", "/v1/idempotency/complete", body=body)
+
+    async def afail(self, key: str, token: str, message: str, *, retryable: bool = True) -> None:
+        """Async `fail`."""
+        body = self._fail_body(key, token, message, retryable)
+        await self._transport.arequest("POST", "/v1/idempotency/fail", body=body)
+
 
 def _seg(value: str) -> str:
     """Percent-escape a path segment: thread ids may hold '/', '%', spaces, unicode."""
@@ -505,6 +809,14 @@ def _stored_config(wire: Any) -> RunnableConfig:
         return _config(wire["thread_id"], wire["checkpoint_ns"], wire["checkpoint_id"])
     except (KeyError, TypeError) as exc:
         raise BadResponseError("bad_response", f"malformed put answer: {exc!r}") from exc
+
+
+def _millis(seconds: float, what: str) -> int:
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+        raise TypeError(f"{what} is in seconds, a number")
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise ValueError(f"{what} must be a positive number of seconds")
+    return max(1, math.ceil(seconds * 1000))
 
 
 def _check_strategy(strategy: str) -> None:

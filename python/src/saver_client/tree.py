@@ -1,0 +1,191 @@
+"""Typed answers of the service's tree queries: a thread's checkpoints as a tree.
+
+Every checkpoint is a node whose parent is the checkpoint it followed; forks
+(time travel, `update_state`) are siblings, and a subgraph's first checkpoint
+hangs under the parent-graph checkpoint that ran it. The *live path* runs from
+the root to the *head*, the checkpoint LangGraph resumes from.
+
+A node's `status` says what became of the step run after it:
+
+- `ok`: no error or interrupt was recorded;
+- `error`: the next step failed and was not run again from here (on the head,
+  the thread is stuck; elsewhere, the branch was abandoned after failing);
+- `retried`: the next step failed, then the thread went on from here anyway;
+- `interrupted`: paused by `interrupt()`, waiting for a resume;
+- `resumed`: paused, then resumed from here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from saver_client.errors import BadResponseError
+
+__all__ = [
+    "Branch",
+    "NodeStatus",
+    "ResumeContext",
+    "ThreadTree",
+    "TreeNode",
+]
+
+NodeStatus = Literal["ok", "error", "retried", "interrupted", "resumed"]
+
+
+@dataclass(frozen=True)
+class TreeNode:
+    """One checkpoint of a thread's tree, in the compact form the service sends."""
+
+    checkpoint_id: str
+    checkpoint_ns: str
+    """"" for the root graph."""
+    parent_id: str | None
+    """The resolved parent: for a subgraph's first checkpoint, the parent-graph
+    checkpoint that ran it (in `parent_ns`). None for a root."""
+    parent_ns: str
+    source: str
+    """LangGraph's metadata source: "input", "loop", "update", "fork"; "" if none."""
+    step: int
+    status: NodeStatus
+    has_error: bool
+    """Pending writes on this checkpoint hold an error: a failed attempt at the next step."""
+    has_interrupt: bool
+    on_live_path: bool
+    orphan: bool
+    """A root that should have had a parent (pruned, or a broken link)."""
+
+    @property
+    def failed(self) -> bool:
+        """The step after this checkpoint failed at least once (`error` or `retried`)."""
+        return self.has_error
+
+    @classmethod
+    def from_wire(cls, wire: Any) -> TreeNode:
+        try:
+            return cls(
+                checkpoint_id=str(wire["id"]),
+                checkpoint_ns=str(wire.get("ns") or ""),
+                parent_id=str(wire["parent"]) if wire.get("parent") else None,
+                parent_ns=str(wire.get("parent_ns") or ""),
+                source=str(wire.get("source") or ""),
+                step=int(wire.get("step") or 0),
+                status=wire["status"],
+                has_error=bool(wire.get("has_error")),
+                has_interrupt=bool(wire.get("has_interrupt")),
+                on_live_path=bool(wire.get("on_live_path")),
+                orphan=bool(wire.get("orphan")),
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise BadResponseError("bad_response", f"malformed tree node: {exc!r}") from exc
+
+
+@dataclass(frozen=True)
+class Branch:
+    """An abandoned branch of the root graph: work LangGraph will no longer resume."""
+
+    checkpoint_ids: tuple[str, ...]
+    """The branch's checkpoints, from the first one off `from_id` down to its leaf."""
+    fork_point: str | None
+    """The nearest ancestor on the live path, where the thread left this work
+    behind; None if the branch's tree has no live path."""
+    from_id: str | None
+    """The checkpoint the branch hangs from: `fork_point`, or a checkpoint of
+    another abandoned branch it split off; None if its first node is a root."""
+    status: NodeStatus
+    """The leaf's status: `error` for work abandoned after failing, `interrupted`
+    for work abandoned while waiting for a resume."""
+
+    @property
+    def leaf(self) -> str:
+        return self.checkpoint_ids[-1]
+
+    @classmethod
+    def from_wire(cls, wire: Any) -> Branch:
+        try:
+            return cls(
+                checkpoint_ids=tuple(str(i) for i in wire["checkpoint_ids"]),
+                fork_point=str(wire["fork_point"]) if wire.get("fork_point") else None,
+                from_id=str(wire["from"]) if wire.get("from") else None,
+                status=wire["status"],
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise BadResponseError("bad_response", f"malformed branch: {exc!r}") from exc
+
+
+@dataclass(frozen=True)
+class ThreadTree:
+    """A thread's whole tree: every checkpoint of every namespace."""
+
+    thread_id: str
+    head: TreeNode | None
+    """The checkpoint LangGraph resumes from; None without a root-graph checkpoint."""
+    nodes: tuple[TreeNode, ...]
+    """Parents before children: roots first, each followed depth-first by its
+    subtree, children in creation order."""
+
+    @property
+    def live_path(self) -> tuple[TreeNode, ...]:
+        """The nodes on the live path, from the root to the head."""
+        return tuple(n for n in self.nodes if n.on_live_path)
+
+    @property
+    def failures(self) -> tuple[TreeNode, ...]:
+        """Checkpoints whose next step failed at least once."""
+        return tuple(n for n in self.nodes if n.has_error)
+
+    def get(self, checkpoint_id: str, checkpoint_ns: str = "") -> TreeNode | None:
+        for n in self.nodes:
+            if n.checkpoint_id == checkpoint_id and n.checkpoint_ns == checkpoint_ns:
+                return n
+        return None
+
+    def children(self, checkpoint_id: str, checkpoint_ns: str = "") -> tuple[TreeNode, ...]:
+        return tuple(
+            n for n in self.nodes if n.parent_id == checkpoint_id and n.parent_ns == checkpoint_ns
+        )
+
+    @classmethod
+    def from_wire(cls, wire: Any) -> ThreadTree:
+        if not isinstance(wire, Mapping) or not isinstance(wire.get("nodes"), list):
+            raise BadResponseError("bad_response", "tree answered without a nodes list")
+        head = wire.get("head")
+        return cls(
+            thread_id=str(wire.get("thread_id") or ""),
+            head=TreeNode.from_wire(head) if head else None,
+            nodes=tuple(TreeNode.from_wire(n) for n in wire["nodes"]),
+        )
+
+
+@dataclass(frozen=True)
+class ResumeContext:
+    """The live path as prompt text, and the whole tree as a text drawing.
+
+    `text` has one line per checkpoint from the root to the head, e.g.
+    `step 4 · loop · error, retried`; `str(ctx)` is `text`.
+    """
+
+    text: str
+    drawing: str
+
+    def __str__(self) -> str:
+        return self.text
+
+    @classmethod
+    def from_wire(cls, wire: Any) -> ResumeContext:
+        if not isinstance(wire, Mapping) or not isinstance(wire.get("text"), str):
+            raise BadResponseError("bad_response", "tree context answered without text")
+        return cls(text=wire["text"], drawing=str(wire.get("drawing") or ""))
+
+
+def nodes_from_wire(wire: Any) -> list[TreeNode]:
+    if not isinstance(wire, Mapping) or not isinstance(wire.get("nodes"), list):
+        raise BadResponseError("bad_response", "tree query answered without a nodes list")
+    return [TreeNode.from_wire(n) for n in wire["nodes"]]
+
+
+def branches_from_wire(wire: Any) -> list[Branch]:
+    if not isinstance(wire, Mapping) or not isinstance(wire.get("branches"), list):
+        raise BadResponseError("bad_response", "abandoned answered without a branches list")
+    return [Branch.from_wire(b) for b in wire["branches"]]
