@@ -13,7 +13,7 @@ import random
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from types import TracebackType
-from typing import Any, cast
+from typing import Any, Literal, cast
 from urllib.parse import quote, urlsplit
 
 import httpx
@@ -62,6 +62,16 @@ _EMPTY: dict[str, Any] = {"type": "empty", "data": b""}
 
 _PRUNE_STRATEGIES = ("keep_latest", "delete")
 
+Scope = Literal["session", "persistent"]
+# The configurable key a run sets to choose its thread's retention scope.
+SCOPE_KEY = "saver_scope"
+
+
+def _check_scope(scope: Any) -> Scope | None:
+    if scope not in (None, "session", "persistent"):
+        raise ValueError(f"scope must be 'session' or 'persistent', not {scope!r}")
+    return cast("Scope | None", scope)
+
 Wire = dict[str, Any]
 
 
@@ -86,6 +96,10 @@ class HTTPSaver(BaseCheckpointSaver[str]):
         headers: Extra headers sent with every request.
         timeout: Per-request timeout in seconds, or an `httpx.Timeout`.
         retry: How connection failures and 503 answers are retried.
+        scope: Retention of the threads this saver writes: `"session"` (expires
+            after the service's session TTL, hours by default) or `"persistent"`.
+            `None` takes the service's default. A run can choose per thread
+            with `config["configurable"]["saver_scope"]`.
     """
 
     def __init__(
@@ -97,8 +111,10 @@ class HTTPSaver(BaseCheckpointSaver[str]):
         headers: Mapping[str, str] | None = None,
         timeout: float | httpx.Timeout = 30.0,
         retry: RetryPolicy | None = None,
+        scope: Scope | None = None,
     ) -> None:
         super().__init__(serde=serde)
+        self.scope = _check_scope(scope)
         base_url = url or os.environ.get(URL_ENV)
         if not base_url:
             raise ValueError(f"HTTPSaver needs the service URL: pass url= or set {URL_ENV}")
@@ -217,8 +233,12 @@ class HTTPSaver(BaseCheckpointSaver[str]):
                 }
                 for ch, v in new_versions.items()
             ],
+            "scope": self._scope(conf),
         }
         return f"/v1/threads/{_seg(thread_id)}/checkpoints", body
+
+    def _scope(self, conf: Mapping[str, Any]) -> str:
+        return _check_scope(conf.get(SCOPE_KEY) or self.scope) or ""
 
     def _writes_request(
         self,
@@ -246,6 +266,7 @@ class HTTPSaver(BaseCheckpointSaver[str]):
             "checkpoint_ns": conf.get("checkpoint_ns") or "",
             "checkpoint_id": conf["checkpoint_id"],
             "writes": list(by_key.values()),
+            "scope": self._scope(conf),
         }
         return f"/v1/threads/{_seg(str(conf['thread_id']))}/writes", body
 
@@ -453,6 +474,14 @@ class HTTPSaver(BaseCheckpointSaver[str]):
     def delete_thread(self, thread_id: str) -> None:
         """Delete every checkpoint, blob and write of a thread, in all namespaces."""
         self._transport.request("DELETE", f"/v1/threads/{_seg(str(thread_id))}")
+
+    def pin(self, thread_id: str, checkpoint_id: str, checkpoint_ns: str = "") -> None:
+        """Make a checkpoint, its channel values and its writes never expire."""
+        self._transport.request(
+            "POST",
+            f"/v1/threads/{_seg(str(thread_id))}/checkpoints/pin",
+            body={"checkpoint_ns": checkpoint_ns, "checkpoint_id": checkpoint_id},
+        )
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Delete the checkpoints (and their writes) whose metadata run_id is in run_ids."""
@@ -706,6 +735,14 @@ class HTTPSaver(BaseCheckpointSaver[str]):
     async def adelete_thread(self, thread_id: str) -> None:
         """Async `delete_thread`."""
         await self._transport.arequest("DELETE", f"/v1/threads/{_seg(str(thread_id))}")
+
+    async def apin(self, thread_id: str, checkpoint_id: str, checkpoint_ns: str = "") -> None:
+        """Async `pin`."""
+        await self._transport.arequest(
+            "POST",
+            f"/v1/threads/{_seg(str(thread_id))}/checkpoints/pin",
+            body={"checkpoint_ns": checkpoint_ns, "checkpoint_id": checkpoint_id},
+        )
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Async `delete_for_runs`."""
