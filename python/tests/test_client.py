@@ -646,8 +646,10 @@ def test_retries_503_then_succeeds(fake: Any) -> None:
         "metadata",
         "channel_versions",
         "blobs",
+        "scope",
     }
     assert body["parent_checkpoint_id"] == ""
+    assert body["scope"] == ""  # no scope named: the service's default
 
 
 def test_retry_after_is_honoured(fake: Any) -> None:
