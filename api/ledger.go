@@ -58,6 +58,9 @@ func (s *Server) handleClaim(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if s.Observer != nil {
+		s.Observer.ObserveClaim(string(cl.State))
+	}
 	resp := claimResponse{Key: cl.Key, State: cl.State, Token: cl.Token, Attempt: cl.Attempt, Result: cl.Result, Error: cl.Error}
 	if !cl.LeaseExpiresAt.IsZero() {
 		resp.LeaseExpiresAtMS = cl.LeaseExpiresAt.UnixMilli()

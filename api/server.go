@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -29,6 +30,13 @@ const (
 // Pinger is implemented by stores that can tell whether their backend answers.
 type Pinger interface {
 	Ping(ctx context.Context) error
+}
+
+// Observer receives what the API observes, for metrics. Route is the route
+// pattern, never the raw path, so no id becomes a label.
+type Observer interface {
+	ObserveRequest(route, method string, status int, d time.Duration, in, out int64)
+	ObserveClaim(outcome string)
 }
 
 // Server is the HTTP front of a saver.Store. Fill the exported fields, then
@@ -55,6 +63,12 @@ type Server struct {
 	Expirer saver.Expirer
 	// Now is the clock for expiry times; tests replace it.
 	Now func() time.Time
+	// Observer, if set, is told of every request and claim.
+	Observer Observer
+	// Metrics, if set, is served at /metrics without authentication, like
+	// the probes, so a scraper needs no tenant key. It carries no ids.
+	Metrics http.Handler
+
 	// TLSCert and TLSKey are PEM files; when both are set Open serves HTTPS.
 	TLSCert, TLSKey string
 	// Keys maps API keys to tenants. Nil or empty: no authentication, every
@@ -110,14 +124,24 @@ func (s *Server) newEcho() *echo.Echo {
 	})
 	e.Use(middleware.RequestID())
 	e.Use(middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{
-		HandleError:  true,
-		LogRequestID: true,
-		LogRoutePath: true,
-		LogMethod:    true,
-		LogStatus:    true,
-		LogLatency:   true,
-		LogError:     true,
+		HandleError:      true,
+		LogRequestID:     true,
+		LogRoutePath:     true,
+		LogMethod:        true,
+		LogStatus:        true,
+		LogLatency:       true,
+		LogError:         true,
+		LogContentLength: true,
+		LogResponseSize:  true,
 		LogValuesFunc: func(c echo.Context, v middleware.RequestLoggerValues) error {
+			if s.Observer != nil {
+				route := v.RoutePath
+				if route == "" {
+					route = "unmatched"
+				}
+				in, _ := strconv.ParseInt(v.ContentLength, 10, 64)
+				s.Observer.ObserveRequest(route, v.Method, v.Status, v.Latency, in, v.ResponseSize)
+			}
 			level := slog.LevelDebug
 			if v.Status >= 500 {
 				level = slog.LevelWarn
@@ -145,6 +169,9 @@ func (s *Server) newEcho() *echo.Echo {
 	// Probes stay open so that load balancers need no key.
 	e.GET("/healthz", s.handleHealth)
 	e.GET("/readyz", s.handleReady)
+	if s.Metrics != nil {
+		e.GET("/metrics", echo.WrapHandler(s.Metrics))
+	}
 	v1 := e.Group("/v1", s.authenticate)
 	s.registerCheckpointRoutes(v1)
 	s.registerThreadRoutes(v1)

@@ -12,6 +12,7 @@ import (
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/saver-dev/saver/dynamo"
+	"github.com/saver-dev/saver/metrics"
 	"github.com/saver-dev/saver/s3offload"
 )
 
@@ -20,9 +21,10 @@ import (
 // it implements (tree, ledger, expiry) visible to the API.
 type awsStore struct {
 	*dynamo.Store
-	Offload *s3offload.Store // nil without a bucket
-	Counter *dynamo.Counter
-	s3      *s3.Client
+	Offload   *s3offload.Store // nil without a bucket
+	Counter   *dynamo.Counter  // DynamoDB requests by operation
+	S3Counter *dynamo.Counter  // S3 requests by operation (same middleware)
+	s3        *s3.Client
 }
 
 // openAWS builds the clients from the standard AWS configuration chain
@@ -33,10 +35,10 @@ func openAWS(ctx context.Context, c Config, logger *slog.Logger) (*awsStore, err
 	if err != nil {
 		return nil, fmt.Errorf("aws config: %w", err)
 	}
-	st := &awsStore{Counter: dynamo.NewCounter()}
+	st := &awsStore{Counter: dynamo.NewCounter(), S3Counter: dynamo.NewCounter()}
 	st.Store = dynamo.NewStore(dynamo.NewClient(cfg, st.Counter), c.Table)
 	if c.Bucket != "" {
-		st.s3 = s3offload.NewClient(cfg)
+		st.s3 = s3offload.NewClient(cfg, st.S3Counter.Register)
 		st.Offload = s3offload.NewStore(st.s3, c.Bucket)
 		st.Offload.Threshold = c.OffloadBytes
 		st.Store.Offload = st.Offload
@@ -99,8 +101,11 @@ func (s *awsStore) sweeper() *s3offload.Sweeper {
 }
 
 // runSweeper removes orphaned offload objects every period until ctx ends.
-func runSweeper(ctx context.Context, w *s3offload.Sweeper, every, grace time.Duration, logger *slog.Logger) {
+func runSweeper(ctx context.Context, w *s3offload.Sweeper, every, grace time.Duration, logger *slog.Logger, m *metrics.Metrics) {
 	w.Run(ctx, every, grace, func(r s3offload.SweepResult, err error) {
+		if m != nil {
+			m.ObserveSweep(r.Deleted, err)
+		}
 		if err != nil {
 			logger.Error("sweep", "error", err)
 			return

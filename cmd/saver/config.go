@@ -44,6 +44,7 @@ type Config struct {
 	Init            bool          // create the table and bucket at start if missing
 	SweepEvery      time.Duration // background orphan sweep period; 0 disables
 	SweepGrace      time.Duration // age an orphan must reach before a sweep removes it
+	Metrics         bool          // serve Prometheus metrics at /metrics
 }
 
 // DefaultConfig is what `saver serve` runs with when nothing is set: the
@@ -63,6 +64,7 @@ func DefaultConfig() Config {
 		Table:           "saver",
 		OffloadBytes:    350 << 10,
 		SweepGrace:      time.Hour,
+		Metrics:         true,
 	}
 }
 
@@ -175,6 +177,15 @@ func settings() []envVar {
 	add("SAVER_SWEEP_EVERY", "sweep-every", "run the S3 orphan sweeper this often in the background; 0s: never (use saver gc)", s, g)
 	s, g = dur(func(c *Config) *time.Duration { return &c.SweepGrace })
 	add("SAVER_SWEEP_GRACE", "sweep-grace", "age an unreferenced S3 object must reach before the sweeper removes it", s, g)
+	add("SAVER_METRICS", "metrics", "serve Prometheus metrics at /metrics (no key needed; no ids in labels)",
+		func(c *Config, v string) error {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return fmt.Errorf("not a boolean: %q", v)
+			}
+			c.Metrics = b
+			return nil
+		}, func(c *Config) string { return strconv.FormatBool(c.Metrics) })
 	s, g = str(func(c *Config) *string { return &c.LogLevel })
 	add("LOG_LEVEL", "log-level", "debug, info, warn or error", s, g)
 	s, g = str(func(c *Config) *string { return &c.LogFormat })

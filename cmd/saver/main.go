@@ -24,6 +24,7 @@ import (
 	"github.com/saver-dev/saver"
 	"github.com/saver-dev/saver/api"
 	"github.com/saver-dev/saver/bolt"
+	"github.com/saver-dev/saver/metrics"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -152,6 +153,10 @@ func (m *Main) Run(ctx context.Context) error {
 	m.initLogger()
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
 	m.stop = stop
+	var mx *metrics.Metrics
+	if m.Config.Metrics {
+		mx = metrics.New()
+	}
 
 	switch m.Config.Store {
 	case StoreBolt:
@@ -172,7 +177,11 @@ func (m *Main) Run(ctx context.Context) error {
 			}
 		}
 		if w := st.sweeper(); w != nil && m.Config.SweepEvery > 0 {
-			go runSweeper(bg, w, m.Config.SweepEvery, m.Config.SweepGrace, m.Logger.With("component", "sweeper"))
+			go runSweeper(bg, w, m.Config.SweepEvery, m.Config.SweepGrace, m.Logger.With("component", "sweeper"), mx)
+		}
+		if mx != nil {
+			mx.RegisterCounts("saver_dynamodb_requests_total", "DynamoDB requests by operation.", "operation", st.Counter.Snapshot)
+			mx.RegisterCounts("saver_s3_requests_total", "S3 requests by operation.", "operation", st.S3Counter.Snapshot)
 		}
 	}
 
@@ -191,6 +200,9 @@ func (m *Main) Run(ctx context.Context) error {
 	m.server = api.NewServer(m.store, m.Logger)
 	m.server.Keys = keys
 	m.server.TLSCert, m.server.TLSKey = m.Config.TLSCert, m.Config.TLSKey
+	if mx != nil {
+		m.server.Observer, m.server.Metrics = mx, mx.Handler()
+	}
 	m.server.MaxBodyBytes = m.Config.MaxBodyBytes
 	m.server.PageSize = m.Config.PageSize
 	m.server.RequestTimeout = m.Config.RequestTimeout

@@ -71,6 +71,23 @@ func TestRun_ServesThenStopsOnSignal(t *testing.T) {
 		t.Fatalf("readyz: %d", resp.StatusCode)
 	}
 
+	// The request above shows in the metrics, labelled by route, not path.
+	resp, err = http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		`saver_http_requests_total{method="GET",route="/readyz",status="200"} 1`,
+		`saver_http_request_duration_seconds_count{method="GET",route="/readyz"} 1`,
+		`go_goroutines`,
+	} {
+		if !strings.Contains(string(b), want) {
+			t.Fatalf("metrics lack %q:\n%s", want, b)
+		}
+	}
+
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("run: %v", err)
