@@ -109,6 +109,19 @@ func (s *Server) Handler() http.Handler {
 	return s.echo
 }
 
+// Route is a registered method and path, in echo's syntax (":thread_id").
+type Route struct{ Method, Path string }
+
+// Routes lists the routes the server serves, for the OpenAPI check.
+func (s *Server) Routes() []Route {
+	s.Handler()
+	var out []Route
+	for _, r := range s.echo.Routes() {
+		out = append(out, Route{r.Method, r.Path})
+	}
+	return out
+}
+
 func (s *Server) newEcho() *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
@@ -169,6 +182,7 @@ func (s *Server) newEcho() *echo.Echo {
 	// Probes stay open so that load balancers need no key.
 	e.GET("/healthz", s.handleHealth)
 	e.GET("/readyz", s.handleReady)
+	e.GET("/openapi.yaml", s.handleOpenAPI)
 	if s.Metrics != nil {
 		e.GET("/metrics", echo.WrapHandler(s.Metrics))
 	}
