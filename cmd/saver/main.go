@@ -3,6 +3,7 @@
 //	saver [serve] [flags]   start the service (the default command)
 //	saver init [flags]      create the DynamoDB table and S3 bucket if missing
 //	saver gc [flags]        remove S3 objects that no item points at, once
+//	saver inspect COMMAND   look at a running service's threads (see -help)
 //	saver version           print the version
 //
 // Every command takes the same flags and environment (see -help).
@@ -92,11 +93,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		fmt.Fprintf(stdout, "objects %d, threads checked %d, orphans deleted %d\n", res.Objects, res.Threads, res.Deleted)
 		return nil
+	case "inspect":
+		return runInspect(ctx, args, getenv, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, version)
 		return nil
 	default:
-		return fmt.Errorf("unknown command %q; commands: serve, init, gc, version", cmd)
+		return fmt.Errorf("unknown command %q; commands: serve, init, gc, inspect, version", cmd)
 	}
 }
 

@@ -1,0 +1,352 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+const inspectUsage = `usage: saver inspect [flags] COMMAND ...
+
+Commands, against a running service (-url, or SAVER_URL):
+  threads                     list threads, newest activity first
+  tree THREAD                 draw the thread's checkpoint tree (live path, abandoned attempts)
+  checkpoint THREAD [ID]      one checkpoint's metadata, channel sizes and pending writes (latest by default)
+  diff THREAD ID1 ID2         which channels changed version between two checkpoints
+
+Flags:
+`
+
+// inspector reads a running service through its HTTP API.
+type inspector struct {
+	url, key string
+	ns       string
+	limit    int
+	json     bool
+	client   *http.Client
+	out      io.Writer
+}
+
+// runInspect is `saver inspect`: it parses flags and runs one command.
+func runInspect(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	in := &inspector{client: &http.Client{Timeout: 30 * time.Second}, out: stdout}
+	fs := flag.NewFlagSet("saver inspect", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, inspectUsage); fs.PrintDefaults() }
+	def := getenv("SAVER_URL")
+	if def == "" {
+		def = "http://127.0.0.1:7878"
+	}
+	fs.StringVar(&in.url, "url", def, "service base URL (env SAVER_URL)")
+	fs.StringVar(&in.key, "api-key", getenv("SAVER_API_KEY"), "API key (env SAVER_API_KEY)")
+	fs.StringVar(&in.ns, "ns", "", "checkpoint namespace (checkpoint, diff)")
+	fs.IntVar(&in.limit, "limit", 50, "most threads to list")
+	fs.BoolVar(&in.json, "json", false, "print JSON for scripts")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	in.url = strings.TrimRight(in.url, "/")
+	a := fs.Args()
+	if len(a) == 0 {
+		fs.Usage()
+		return errors.New("inspect: a command is required")
+	}
+	switch {
+	case a[0] == "threads" && len(a) == 1:
+		return in.threads(ctx)
+	case a[0] == "tree" && len(a) == 2:
+		return in.tree(ctx, a[1])
+	case a[0] == "checkpoint" && (len(a) == 2 || len(a) == 3):
+		id := ""
+		if len(a) == 3 {
+			id = a[2]
+		}
+		return in.checkpoint(ctx, a[1], id)
+	case a[0] == "diff" && len(a) == 4:
+		return in.diff(ctx, a[1], a[2], a[3])
+	}
+	fs.Usage()
+	return fmt.Errorf("inspect: bad command %q", strings.Join(a, " "))
+}
+
+// call sends one JSON request and decodes the JSON answer into out.
+func (in *inspector) call(ctx context.Context, method, path string, body, out any) error {
+	var r io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		r = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, in.url+path, r)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Accept", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if in.key != "" {
+		req.Header.Set("Authorization", "Bearer "+in.key)
+	}
+	resp, err := in.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("inspect: %w", err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("inspect: read answer: %w", err)
+	}
+	if resp.StatusCode >= 300 {
+		var e struct {
+			Error struct{ Code, Message string } `json:"error"`
+		}
+		if json.Unmarshal(b, &e) == nil && e.Error.Message != "" {
+			return fmt.Errorf("inspect: %s (%d %s)", e.Error.Message, resp.StatusCode, e.Error.Code)
+		}
+		return fmt.Errorf("inspect: %s %s: %d", method, path, resp.StatusCode)
+	}
+	if out == nil {
+		return nil
+	}
+	return json.Unmarshal(b, out)
+}
+
+func (in *inspector) print(v any, text func(w io.Writer)) error {
+	if in.json {
+		enc := json.NewEncoder(in.out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	}
+	text(in.out)
+	return nil
+}
+
+func threadPath(id string) string { return "/v1/threads/" + url.PathEscape(id) }
+
+type tupleJSON struct {
+	ThreadID        string            `json:"thread_id"`
+	CheckpointNS    string            `json:"checkpoint_ns"`
+	CheckpointID    string            `json:"checkpoint_id"`
+	ParentID        string            `json:"parent_checkpoint_id"`
+	Metadata        map[string]any    `json:"metadata"`
+	ChannelVersions map[string]string `json:"channel_versions"`
+	Values          []struct {
+		Channel string `json:"channel"`
+		Version string `json:"version"`
+		Value   struct {
+			Type string `json:"type"`
+			Data []byte `json:"data"`
+		} `json:"value"`
+	} `json:"values"`
+	Writes []struct {
+		TaskID  string `json:"task_id"`
+		Idx     int64  `json:"idx"`
+		Channel string `json:"channel"`
+		Value   struct {
+			Data []byte `json:"data"`
+		} `json:"value"`
+	} `json:"writes"`
+	Scope     string `json:"scope"`
+	ExpiresAt int64  `json:"expires_at"`
+}
+
+type threadSummary struct {
+	ThreadID    string `json:"thread_id"`
+	Latest      string `json:"latest_checkpoint_id"`
+	Step        any    `json:"step"`
+	Source      any    `json:"source"`
+	Checkpoints int    `json:"checkpoints_seen"`
+}
+
+// threads walks the tenant's checkpoints newest first and keeps the first
+// `limit` distinct threads: the threads with the most recent activity.
+func (in *inspector) threads(ctx context.Context) error {
+	var order []string
+	seen := map[string]*threadSummary{}
+	var cursor *string
+	for pages := 0; pages < 1000; pages++ {
+		var page struct {
+			Tuples     []tupleJSON `json:"tuples"`
+			NextCursor *string     `json:"next_cursor"`
+		}
+		if err := in.call(ctx, "POST", "/v1/checkpoints/search", map[string]any{"cursor": cursor}, &page); err != nil {
+			return err
+		}
+		for _, t := range page.Tuples {
+			if s := seen[t.ThreadID]; s != nil {
+				s.Checkpoints++
+				continue
+			}
+			if len(order) == in.limit {
+				continue
+			}
+			seen[t.ThreadID] = &threadSummary{ThreadID: t.ThreadID, Latest: t.CheckpointID,
+				Step: t.Metadata["step"], Source: t.Metadata["source"], Checkpoints: 1}
+			order = append(order, t.ThreadID)
+		}
+		if page.NextCursor == nil {
+			break
+		}
+		cursor = page.NextCursor
+	}
+	out := make([]threadSummary, 0, len(order))
+	for _, id := range order {
+		out = append(out, *seen[id])
+	}
+	return in.print(out, func(w io.Writer) {
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "THREAD\tLATEST CHECKPOINT\tSTEP\tSOURCE\tCHECKPOINTS")
+		for _, s := range out {
+			fmt.Fprintf(tw, "%s\t%s\t%v\t%v\t%d\n", s.ThreadID, s.Latest, s.Step, s.Source, s.Checkpoints)
+		}
+		tw.Flush()
+	})
+}
+
+func (in *inspector) tree(ctx context.Context, thread string) error {
+	if in.json {
+		var t any
+		if err := in.call(ctx, "GET", threadPath(thread)+"/tree", nil, &t); err != nil {
+			return err
+		}
+		return in.print(t, nil)
+	}
+	var c struct{ Text, Drawing string }
+	if err := in.call(ctx, "GET", threadPath(thread)+"/tree/context", nil, &c); err != nil {
+		return err
+	}
+	fmt.Fprintf(in.out, "%s\n\nlive path:\n%s\n", strings.TrimRight(c.Drawing, "\n"), strings.TrimRight(c.Text, "\n"))
+	return nil
+}
+
+func (in *inspector) get(ctx context.Context, thread, id string) (*tupleJSON, error) {
+	q := url.Values{"checkpoint_ns": {in.ns}}
+	if id != "" {
+		q.Set("checkpoint_id", id)
+	}
+	var t tupleJSON
+	if err := in.call(ctx, "GET", threadPath(thread)+"/checkpoint?"+q.Encode(), nil, &t); err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+type channelInfo struct {
+	Channel string `json:"channel"`
+	Version string `json:"version"`
+	Type    string `json:"type"`
+	Bytes   int    `json:"bytes"`
+}
+
+func (in *inspector) checkpoint(ctx context.Context, thread, id string) error {
+	t, err := in.get(ctx, thread, id)
+	if err != nil {
+		return err
+	}
+	var chans []channelInfo
+	for _, v := range t.Values {
+		chans = append(chans, channelInfo{v.Channel, v.Version, v.Value.Type, len(v.Value.Data)})
+	}
+	type writeInfo struct {
+		TaskID  string `json:"task_id"`
+		Idx     int64  `json:"idx"`
+		Channel string `json:"channel"`
+		Bytes   int    `json:"bytes"`
+	}
+	var writes []writeInfo
+	for _, w := range t.Writes {
+		writes = append(writes, writeInfo{w.TaskID, w.Idx, w.Channel, len(w.Value.Data)})
+	}
+	v := map[string]any{"thread_id": t.ThreadID, "checkpoint_ns": t.CheckpointNS, "checkpoint_id": t.CheckpointID,
+		"parent_checkpoint_id": t.ParentID, "metadata": t.Metadata, "channels": chans, "writes": writes,
+		"scope": t.Scope, "expires_at": t.ExpiresAt}
+	return in.print(v, func(w io.Writer) {
+		fmt.Fprintf(w, "checkpoint %s  (thread %s, ns %q)\nparent     %s\n", t.CheckpointID, t.ThreadID, t.CheckpointNS, orNone(t.ParentID))
+		if t.ExpiresAt != 0 {
+			fmt.Fprintf(w, "expires    %s (%s)\n", time.Unix(t.ExpiresAt, 0).UTC().Format(time.RFC3339), t.Scope)
+		}
+		keys := make([]string, 0, len(t.Metadata))
+		for k := range t.Metadata {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		fmt.Fprintln(w, "metadata:")
+		for _, k := range keys {
+			b, _ := json.Marshal(t.Metadata[k])
+			fmt.Fprintf(w, "  %s = %s\n", k, b)
+		}
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "CHANNEL\tVERSION\tTYPE\tBYTES")
+		for _, c := range chans {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\n", c.Channel, c.Version, c.Type, c.Bytes)
+		}
+		tw.Flush()
+		fmt.Fprintf(w, "pending writes: %d\n", len(writes))
+		for _, wr := range writes {
+			fmt.Fprintf(w, "  task %s idx %d %s (%d bytes)\n", wr.TaskID, wr.Idx, wr.Channel, wr.Bytes)
+		}
+	})
+}
+
+type versionChange struct {
+	Channel string `json:"channel"`
+	From    string `json:"from"`
+	To      string `json:"to"`
+}
+
+func (in *inspector) diff(ctx context.Context, thread, a, b string) error {
+	ta, err := in.get(ctx, thread, a)
+	if err != nil {
+		return err
+	}
+	tb, err := in.get(ctx, thread, b)
+	if err != nil {
+		return err
+	}
+	names := map[string]bool{}
+	for k := range ta.ChannelVersions {
+		names[k] = true
+	}
+	for k := range tb.ChannelVersions {
+		names[k] = true
+	}
+	var changes []versionChange
+	for k := range names {
+		if va, vb := ta.ChannelVersions[k], tb.ChannelVersions[k]; va != vb {
+			changes = append(changes, versionChange{k, va, vb})
+		}
+	}
+	sort.Slice(changes, func(i, j int) bool { return changes[i].Channel < changes[j].Channel })
+	return in.print(changes, func(w io.Writer) {
+		if len(changes) == 0 {
+			fmt.Fprintln(w, "no channel changed version")
+			return
+		}
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintf(tw, "CHANNEL\t%s\t%s\n", a, b)
+		for _, c := range changes {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Channel, orNone(c.From), orNone(c.To))
+		}
+		tw.Flush()
+	})
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/saver-dev/saver/api"
+	"github.com/saver-dev/saver/bolt"
+)
+
+// inspectFixture serves a real store with one forked thread: c1 → c2 (failed,
+// abandoned) and c1 → c3 → c4 (live).
+func inspectFixture(t *testing.T) string {
+	t.Helper()
+	st, err := bolt.Open(filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	srv := httptest.NewServer(api.NewServer(st, slog.New(slog.NewTextHandler(io.Discard, nil))).Handler())
+	t.Cleanup(srv.Close)
+	post := func(path string, body any) {
+		b, _ := json.Marshal(body)
+		resp, err := http.Post(srv.URL+path, "application/json", bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode >= 300 {
+			t.Fatalf("POST %s: %d", path, resp.StatusCode)
+		}
+	}
+	put := func(id, parent string, step int, versions map[string]string, blobs []any) {
+		post("/v1/threads/order%2F42/checkpoints", map[string]any{
+			"checkpoint_id": id, "parent_checkpoint_id": parent,
+			"checkpoint": map[string]any{"type": "msgpack", "data": []byte{0x80}},
+			"metadata":   map[string]any{"source": "loop", "step": step},
+			"channel_versions": versions, "blobs": blobs,
+		})
+	}
+	blob := func(ch, v string, n int) any {
+		return map[string]any{"channel": ch, "version": v, "value": map[string]any{"type": "msgpack", "data": bytes.Repeat([]byte{1}, n)}}
+	}
+	put("c1", "", 0, map[string]string{"messages": "1"}, []any{blob("messages", "1", 10)})
+	put("c2", "c1", 1, map[string]string{"messages": "2"}, []any{blob("messages", "2", 20)})
+	post("/v1/threads/order%2F42/writes", map[string]any{"checkpoint_id": "c2", "writes": []any{
+		map[string]any{"task_id": "t1", "idx": -1, "channel": "__error__", "value": map[string]any{"type": "msgpack", "data": []byte{2}}}}})
+	put("c3", "c1", 1, map[string]string{"messages": "3", "order": "1"}, []any{blob("messages", "3", 30), blob("order", "1", 5)})
+	put("c4", "c3", 2, map[string]string{"messages": "4", "order": "1"}, []any{blob("messages", "4", 40)})
+	return srv.URL
+}
+
+func inspect(t *testing.T, url string, args ...string) (string, error) {
+	t.Helper()
+	var out bytes.Buffer
+	err := run(context.Background(), append([]string{"inspect", "-url", url}, args...),
+		func(string) string { return "" }, &out, io.Discard)
+	return out.String(), err
+}
+
+func TestInspect(t *testing.T) {
+	url := inspectFixture(t)
+	tests := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"Threads", []string{"threads"}, []string{"order/42", "c4", "4"}},
+		{"Tree", []string{"tree", "order/42"}, []string{"c1", "c2", "c3", "c4", "abandoned", "live path:"}},
+		{"Checkpoint", []string{"checkpoint", "order/42"}, []string{"checkpoint c4", "parent     c3", "messages  4", "40", "order", "pending writes: 0"}},
+		{"CheckpointWithWrites", []string{"checkpoint", "order/42", "c2"}, []string{"checkpoint c2", "pending writes: 1", "__error__"}},
+		{"Diff", []string{"diff", "order/42", "c2", "c4"}, []string{"messages", "2", "4", "order", "-"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := inspect(t, url, tt.args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(out, w) {
+					t.Fatalf("output lacks %q:\n%s", w, out)
+				}
+			}
+		})
+	}
+
+	out, err := inspect(t, url, "-json", "diff", "order/42", "c3", "c4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var changes []versionChange
+	if err := json.Unmarshal([]byte(out), &changes); err != nil || len(changes) != 1 || changes[0] != (versionChange{"messages", "3", "4"}) {
+		t.Fatalf("json diff %q (err %v)", out, err)
+	}
+	out, err = inspect(t, url, "-json", "threads")
+	var threads []threadSummary
+	if err != nil || json.Unmarshal([]byte(out), &threads) != nil || len(threads) != 1 || threads[0].Checkpoints != 4 {
+		t.Fatalf("json threads %q (err %v)", out, err)
+	}
+
+	if _, err := inspect(t, url, "tree", "nobody"); err == nil || !strings.Contains(err.Error(), "not_found") {
+		t.Fatalf("missing thread: err=%v", err)
+	}
+	if _, err := inspect(t, url, "frobnicate"); err == nil {
+		t.Fatal("unknown command accepted")
+	}
+}
