@@ -475,6 +475,17 @@ class HTTPSaver(BaseCheckpointSaver[str]):
         """Delete every checkpoint, blob and write of a thread, in all namespaces."""
         self._transport.request("DELETE", f"/v1/threads/{_seg(str(thread_id))}")
 
+    def ping(self) -> None:
+        """Check that the service is ready and accepts this saver's API key.
+
+        Raises `UnauthorizedError` for a bad key, `UnavailableError` when the
+        service's store does not answer, and a connection error when nothing
+        listens at the URL.
+        """
+        self._transport.request("GET", "/readyz")
+        # An empty page: the cheapest call that needs the key.
+        self._transport.request("POST", "/v1/checkpoints/search", body={"limit": 0})
+
     def pin(self, thread_id: str, checkpoint_id: str, checkpoint_ns: str = "") -> None:
         """Make a checkpoint, its channel values and its writes never expire."""
         self._transport.request(
@@ -735,6 +746,11 @@ class HTTPSaver(BaseCheckpointSaver[str]):
     async def adelete_thread(self, thread_id: str) -> None:
         """Async `delete_thread`."""
         await self._transport.arequest("DELETE", f"/v1/threads/{_seg(str(thread_id))}")
+
+    async def aping(self) -> None:
+        """Async `ping`."""
+        await self._transport.arequest("GET", "/readyz")
+        await self._transport.arequest("POST", "/v1/checkpoints/search", body={"limit": 0})
 
     async def apin(self, thread_id: str, checkpoint_id: str, checkpoint_ns: str = "") -> None:
         """Async `pin`."""
