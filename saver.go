@@ -84,6 +84,16 @@ func (w Write) Upserts() bool { return w.Idx < 0 }
 type PutCheckpoint struct {
 	Checkpoint
 	Blobs []Blob
+	// ExpectHead, when set, makes the put conditional: it applies only if the
+	// latest checkpoint of (tenant, thread, ns) has this id ("" = none yet).
+	// Otherwise the store returns ECONFLICT and writes nothing. Only stores
+	// implementing HeadGuard honour it; LangGraph itself never needs it.
+	ExpectHead *string
+}
+
+// HeadGuard is implemented by stores that honour PutCheckpoint.ExpectHead.
+type HeadGuard interface {
+	GuardsHead() bool
 }
 
 // PutWrites is the input of Store.PutWrites: writes against one checkpoint.

@@ -49,6 +49,11 @@ func (in *PutCheckpoint) Validate() error {
 	if err := validID("parent_checkpoint_id", in.ParentID, false, MaxIDBytes); err != nil {
 		return err
 	}
+	if in.ExpectHead != nil {
+		if err := validID("expected_head", *in.ExpectHead, false, MaxIDBytes); err != nil {
+			return err
+		}
+	}
 	if in.Body.Type == "" {
 		return Errorf(EINVALID, "checkpoint.type is required.")
 	}

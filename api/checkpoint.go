@@ -38,6 +38,9 @@ type putCheckpointRequest struct {
 	Blobs              []saver.Blob      `json:"blobs" msgpack:"blobs"`
 	// Scope is the thread's retention scope; "" takes the server's default.
 	Scope saver.Scope `json:"scope" msgpack:"scope"`
+	// ExpectedHead makes the put conditional on the namespace's latest
+	// checkpoint id ("" = no checkpoint yet); absent or null: no condition.
+	ExpectedHead *string `json:"expected_head" msgpack:"expected_head"`
 }
 
 type configResponse struct {
@@ -69,10 +72,16 @@ func (s *Server) handleCheckpointPut(c echo.Context) error {
 			Scope:           scope,
 			ExpiresAt:       s.TTL.ExpiresAt(scope, s.Now()),
 		},
-		Blobs: req.Blobs,
+		Blobs:      req.Blobs,
+		ExpectHead: req.ExpectedHead,
 	}
 	if err := in.Validate(); err != nil {
 		return err
+	}
+	if in.ExpectHead != nil {
+		if g, ok := s.Store.(saver.HeadGuard); !ok || !g.GuardsHead() {
+			return saver.Errorf(saver.EINVALID, "expected_head is not supported by this store; send the put without it.")
+		}
 	}
 	if err := s.Store.PutCheckpoint(c.Request().Context(), in); err != nil {
 		return err

@@ -86,3 +86,40 @@ func TestExpiry(t *testing.T) {
 		})
 	}
 }
+
+type guarded struct{ *mock.Store }
+
+func (guarded) GuardsHead() bool { return true }
+
+func TestExpectedHead(t *testing.T) {
+	var got saver.PutCheckpoint
+	st := &mock.Store{PutCheckpointFn: func(_ context.Context, in saver.PutCheckpoint) error {
+		got = in
+		if in.ExpectHead != nil && *in.ExpectHead != "c0" {
+			return saver.Errorf(saver.ECONFLICT, "The head moved.")
+		}
+		return nil
+	}}
+	body := func(head any) []byte {
+		b := putBody()
+		b["expected_head"] = head
+		out, _ := json.Marshal(b)
+		return out
+	}
+	// A store that does not guard the head refuses the condition rather
+	// than ignoring it.
+	plain := MustServer(t, st)
+	if rec := do(t, plain, "POST", "/v1/threads/t/checkpoints", "application/json", body("c0")); rec.Code != 400 || errorCode(t, rec) != "invalid" {
+		t.Fatalf("unguarded store: Code=%d body %s", rec.Code, rec.Body)
+	}
+	s := MustServer(t, guarded{st})
+	if rec := do(t, s, "POST", "/v1/threads/t/checkpoints", "application/json", body("c0")); rec.Code != 200 || got.ExpectHead == nil || *got.ExpectHead != "c0" {
+		t.Fatalf("expected head c0: Code=%d body %s got %+v", rec.Code, rec.Body, got.ExpectHead)
+	}
+	if rec := do(t, s, "POST", "/v1/threads/t/checkpoints", "application/json", body("zz")); rec.Code != 409 || errorCode(t, rec) != "conflict" {
+		t.Fatalf("moved head: Code=%d body %s", rec.Code, rec.Body)
+	}
+	if rec := do(t, s, "POST", "/v1/threads/t/checkpoints", "application/json", body(nil)); rec.Code != 200 || got.ExpectHead != nil {
+		t.Fatalf("no condition: Code=%d head %v", rec.Code, got.ExpectHead)
+	}
+}

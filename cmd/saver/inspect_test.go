@@ -41,8 +41,8 @@ func inspectFixture(t *testing.T) string {
 	put := func(id, parent string, step int, versions map[string]string, blobs []any) {
 		post("/v1/threads/order%2F42/checkpoints", map[string]any{
 			"checkpoint_id": id, "parent_checkpoint_id": parent,
-			"checkpoint": map[string]any{"type": "msgpack", "data": []byte{0x80}},
-			"metadata":   map[string]any{"source": "loop", "step": step},
+			"checkpoint":       map[string]any{"type": "msgpack", "data": []byte{0x80}},
+			"metadata":         map[string]any{"source": "loop", "step": step},
 			"channel_versions": versions, "blobs": blobs,
 		})
 	}
