@@ -34,7 +34,7 @@ test-go:
 	$(GO) test -race -count=1 ./...
 
 .PHONY: test-py
-test-py: build venv
+test-py: build venv ui-deps
 	SAVER_BIN=$(abspath $(BIN)) $(PY) -m pytest -q python/tests
 
 .PHONY: lint
@@ -66,7 +66,7 @@ test-integration:
 # the whole Python suite (conformance, graphs, restart) against a service on
 # the dynamodb store. The stack is stopped whether the tests pass or not.
 .PHONY: test-aws
-test-aws: build venv
+test-aws: build venv ui-deps
 	rc=0; localstack/up.sh && { set -a && . ./$(LOCALSTACK_ENV) && set +a && \
 		$(GO) test -race -count=1 -tags integration ./dynamo/... ./s3offload/... ./localstack/... && \
 		SAVER_BIN=$(abspath $(BIN)) SAVER_STORE=dynamodb SAVER_INIT=true \
@@ -88,3 +88,9 @@ example: build venv
 	done; \
 	grep -qs ':[0-9][0-9]*$$' $$tmp/addr || { echo "saver did not start:"; cat $$tmp/service.log; exit 1; }; \
 	SAVER_URL=http://$$(cat $$tmp/addr) $(PY) examples/payment_workflow.py
+
+# The browser test's tools (python/tests/test_ui.py): Debian's Chromium and
+# ui-test's pinned npm packages, each installed only when missing.
+.PHONY: ui-deps
+ui-deps:
+	ui-test/setup.sh

@@ -186,6 +186,11 @@ func (s *Server) newEcho() *echo.Echo {
 	if s.Metrics != nil {
 		e.GET("/metrics", echo.WrapHandler(s.Metrics))
 	}
+	// The read-only tree page (api/ui.go): static files, no data, no key.
+	// Present only with the tree routes its script calls.
+	if s.Tree != nil {
+		s.registerUIRoutes(e)
+	}
 	v1 := e.Group("/v1", s.authenticate)
 	s.registerCheckpointRoutes(v1)
 	s.registerThreadRoutes(v1)

@@ -1,0 +1,567 @@
+// The /ui page: draws one thread's checkpoint tree from the service's tree and
+// checkpoint routes, and shows a checkpoint's metadata, channel sizes and
+// pending writes. Read-only; no dependencies, no build step, no other origin.
+'use strict';
+
+(() => {
+  const ROW = 26; // px per checkpoint row
+  const LANE = 18; // px per branch column
+  const PAD = 16; // px left of lane 0 and above row 0
+  const DOT = 5; // node radius
+  const KEY_STORAGE = 'saver.apiKey';
+  const RECENT_TUPLES = 200; // the most checkpoints read to list recent threads
+  const RECENT_THREADS = 50;
+  const SVG = 'http://www.w3.org/2000/svg'; // a namespace name, never fetched
+
+  const $ = (sel) => document.querySelector(sel);
+  const pick = $('#pick');
+  const threadInput = $('#thread');
+  const recent = $('#recent-threads');
+  const keyInput = $('#key');
+  const statusEl = $('#status');
+  const graph = $('#graph');
+  const details = $('#details');
+
+  let view = null; // {tid, nodes, byKey, head} of the thread on screen
+  let loads = 0; // bumps on every thread load; stale answers are dropped
+  let detailLoads = 0;
+
+  // ---- helpers ---------------------------------------------------------------
+
+  // h builds an element: h('td', {class: 'n'}, 'text', child, ...). Text goes
+  // in as text nodes, never as markup.
+  function h(tag, attrs, ...kids) {
+    const el = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v !== undefined && v !== null && v !== false) el.setAttribute(k, v === true ? '' : v);
+    }
+    el.append(...kids.flat().filter((k) => k !== null && k !== undefined && k !== false));
+    return el;
+  }
+
+  function s(tag, attrs, ...kids) {
+    const el = document.createElementNS(SVG, tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v !== undefined && v !== null) el.setAttribute(k, v);
+    }
+    el.append(...kids.filter((k) => k !== null && k !== undefined));
+    return el;
+  }
+
+  function setStatus(text, kind) {
+    statusEl.textContent = text;
+    statusEl.className = kind || '';
+  }
+
+  const keyOf = (ns, id) => `${ns}\u0000${id}`;
+  const nsName = (ns) => ns.split('|').pop().split(':')[0];
+
+  // bytes of a base64 string without decoding it.
+  function b64Bytes(b64) {
+    if (!b64) return 0;
+    const pad = b64.endsWith('==') ? 2 : b64.endsWith('=') ? 1 : 0;
+    return Math.floor((b64.length * 3) / 4) - pad;
+  }
+
+  function fmtBytes(n) {
+    if (n < 1024) return `${n} B`;
+    if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
+    return `${(n / 1024 / 1024).toFixed(1)} MiB`;
+  }
+
+  // api calls a /v1 route relative to the page, so a service mounted under a
+  // prefix works too, with the key kept for this tab.
+  async function api(path, body) {
+    const headers = { Accept: 'application/json' };
+    const key = sessionStorage.getItem(KEY_STORAGE);
+    if (key) headers.Authorization = `Bearer ${key}`;
+    if (body !== undefined) headers['Content-Type'] = 'application/json';
+    const res = await fetch(new URL(path, document.baseURI), {
+      method: body === undefined ? 'GET' : 'POST',
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      cache: 'no-store',
+      credentials: 'omit',
+    });
+    let data = null;
+    try {
+      data = await res.json();
+    } catch {
+      // not JSON: reported below by status
+    }
+    if (!res.ok) {
+      const err = new Error((data && data.error && data.error.message) || `HTTP ${res.status}`);
+      err.status = res.status;
+      throw err;
+    }
+    return data;
+  }
+
+  const threadPath = (tid) => `v1/threads/${encodeURIComponent(tid)}`;
+
+  // ---- the model -------------------------------------------------------------
+
+  // build links the entries (parents before children) and works out, for each
+  // checkpoint, what it is part of:
+  //   live      on the live path, from the root to the head;
+  //   abandoned a root-graph checkpoint off the live path, or a subgraph run
+  //             whose result was abandoned;
+  //   sub       a subgraph run of the live path (or of nothing we can tell).
+  function build(tree) {
+    const nodes = tree.nodes.map((e, row) => ({
+      ...e,
+      row,
+      key: keyOf(e.ns, e.id),
+      depth: e.ns ? e.ns.split('|').length : 0,
+      up: null,
+      children: [],
+    }));
+    const byKey = new Map(nodes.map((n) => [n.key, n]));
+    for (const n of nodes) {
+      n.up = n.parent ? byKey.get(keyOf(n.parent_ns, n.parent)) || null : null;
+      if (n.up) n.up.children.push(n);
+    }
+    // next: the child that continues a checkpoint's own graph, drawn in its
+    // column: the live one, else the newest (children come in id order).
+    for (const n of nodes) {
+      const same = n.children.filter((c) => c.ns === n.ns);
+      n.next = same.find((c) => c.on_live_path) || same[same.length - 1] || null;
+    }
+    // A subtree is a run of rows; note where it ends and its newest id.
+    for (let i = nodes.length - 1; i >= 0; i--) {
+      const n = nodes[i];
+      n.end = n.row;
+      n.maxId = n.id;
+      for (const c of n.children) {
+        n.end = Math.max(n.end, c.end);
+        if (c.maxId > n.maxId) n.maxId = c.maxId;
+      }
+    }
+    // top: the first checkpoint of the outermost subgraph run a node is in
+    // (parents come first, so a parent's is known).
+    for (const n of nodes) n.top = n.up && n.up.ns !== '' ? n.up.top : n;
+    const head = tree.head ? byKey.get(keyOf(tree.head.ns, tree.head.id)) || null : null;
+    for (const n of nodes) n.kind = kindOf(n, head);
+    return { tid: tree.thread_id, nodes, byKey, head, lanes: layout(nodes) };
+  }
+
+  // kindOf: see build. LangGraph records no link from a subgraph run to the
+  // parent-graph checkpoint it produced, but checkpoint ids grow with time:
+  // the run's result is the first "loop" child of the checkpoint that ran it
+  // created after the run's last checkpoint. With none, the run is current
+  // only if that checkpoint is the head (it stopped inside the subgraph).
+  function kindOf(n, head) {
+    if (n.on_live_path) return 'live';
+    if (n.ns === '') return 'abandoned';
+    const top = n.top;
+    const runner = top.up;
+    if (!runner) return 'sub';
+    const result = runner.children.find(
+      (c) => c.ns === '' && c.source === 'loop' && c.id > top.maxId,
+    );
+    if (result) return result.on_live_path ? 'sub' : 'abandoned';
+    return runner === head ? 'sub' : 'abandoned';
+  }
+
+  // layout gives each node a column, git-graph style: a chain of checkpoints
+  // that continue one another shares a column and the live path's is column
+  // 0. Root-graph chains come first, each in the leftmost column right of its
+  // parent's that is free from the parent's row to the chain's last row; then
+  // subgraph chains, right of every column busy over their rows, so that a
+  // subgraph's band never covers another branch.
+  function layout(nodes) {
+    const chains = [];
+    for (const n of nodes) {
+      if (n.up && n.up.next === n) continue;
+      const chain = { nodes: [], start: n.up ? n.up.row : n.row, first: n.row, up: n.up };
+      for (let m = n; m; m = m.next) {
+        chain.nodes.push(m);
+        m.chain = chain;
+      }
+      chain.end = chain.nodes[chain.nodes.length - 1].row;
+      chain.live = n.on_live_path;
+      chain.root = n.ns === '';
+      chains.push(chain);
+    }
+    chains.sort(
+      (a, b) => b.root - a.root || b.live - a.live || a.start - b.start || a.first - b.first,
+    );
+    const placed = [];
+    const overlaps = (a, b) => a.start <= b.end && b.start <= a.end;
+    let lanes = 1;
+    for (const c of chains) {
+      let col = c.up ? c.up.chain.lane + 1 : 0;
+      if (!c.root) {
+        for (const p of placed) if (overlaps(p, c)) col = Math.max(col, p.lane + 1);
+      }
+      while (placed.some((p) => p.lane === col && overlaps(p, c))) col++;
+      c.lane = col;
+      placed.push(c);
+      lanes = Math.max(lanes, col + 1);
+    }
+    for (const n of nodes) n.lane = n.chain.lane;
+    return lanes;
+  }
+
+  // ---- drawing ---------------------------------------------------------------
+
+  const cx = (lane) => PAD + lane * LANE;
+  const cy = (row) => PAD + row * ROW + ROW / 2;
+
+  function describe(n, head) {
+    const bits = [`step ${n.step}`, n.source || 'no source'];
+    if (n.status !== 'ok') bits.push(n.status);
+    if (n.kind === 'abandoned') bits.push('abandoned');
+    if (n === head) bits.push('head');
+    if (n.orphan) bits.push('orphan');
+    return bits;
+  }
+
+  function draw(model) {
+    const { nodes, head, lanes } = model;
+    const textX = cx(lanes - 1) + LANE + 8;
+    let width = textX + 600; // until the labels are measured
+    const height = PAD * 2 + nodes.length * ROW;
+    const svg = s('svg', {
+      width,
+      height,
+      viewBox: `0 0 ${width} ${height}`,
+      role: 'listbox',
+      'aria-label': `Checkpoints of thread ${model.tid}`,
+      class: 'tree',
+    });
+    const bands = s('g', { class: 'bands' });
+    const edges = s('g', { class: 'edges', 'aria-hidden': 'true' });
+    const rows = s('g', { class: 'rows' });
+    svg.append(bands, edges, rows);
+
+    // A band behind each subgraph run, nested bands for nested subgraphs.
+    for (const n of nodes) {
+      if (n.ns === '' || (n.up && n.up.ns === n.ns)) continue;
+      let lo = n.lane;
+      for (let r = n.row; r <= n.end; r++) lo = Math.min(lo, nodes[r].lane);
+      const x = cx(lo) - LANE / 2 + (n.depth - 1) * 3;
+      bands.append(
+        s(
+          'rect',
+          {
+            class: `band ${n.kind}`,
+            x,
+            y: cy(n.row) - ROW / 2 + 1,
+            width: width - x - 4 - (n.depth - 1) * 3,
+            'data-inset': (n.depth - 1) * 3,
+            height: (n.end - n.row + 1) * ROW - 2,
+            rx: 6,
+          },
+          s('title', {}, `subgraph ${n.ns}`),
+        ),
+      );
+    }
+
+    for (const n of nodes) {
+      if (!n.up) continue;
+      const x1 = cx(n.up.lane);
+      const y1 = cy(n.up.row);
+      const x2 = cx(n.lane);
+      const y2 = cy(n.row);
+      let d = `M${x1} ${y1}`;
+      if (x1 === x2) d += ` L${x2} ${y2}`;
+      else {
+        const yb = y1 + ROW;
+        d += ` C${x1} ${y1 + ROW * 0.7} ${x2} ${yb - ROW * 0.7} ${x2} ${yb}`;
+        if (y2 > yb) d += ` L${x2} ${y2}`;
+      }
+      const cross = n.up.ns !== n.ns ? ' cross' : '';
+      edges.append(s('path', { d, class: `edge ${n.kind}${cross}` }));
+    }
+
+    for (const n of nodes) {
+      const y = cy(n.row);
+      const label = describe(n, head);
+      const classes = ['node', n.kind, `status-${n.status}`];
+      if (n === head) classes.push('head');
+      if (n.orphan) classes.push('orphan');
+      const g = s('g', {
+        class: classes.join(' '),
+        'data-checkpoint-id': n.id,
+        'data-ns': n.ns,
+        'data-step': String(n.step),
+        'data-status': n.status,
+        'data-kind': n.kind,
+        role: 'option',
+        'aria-selected': 'false',
+        'aria-label': `${label.join(', ')}${n.ns ? `, subgraph ${nsName(n.ns)}` : ''}, ${n.id}`,
+        tabindex: '-1',
+      });
+      n.el = g;
+      g.append(
+        s(
+          'title',
+          {},
+          `${n.id}\n${n.ns ? `namespace ${n.ns}` : 'root graph'}\n${label.join(' · ')}`,
+        ),
+        s('rect', { class: 'row-bg', x: 0, y: y - ROW / 2, width, height: ROW }),
+      );
+      if (n === head) g.append(s('circle', { class: 'ring', cx: cx(n.lane), cy: y, r: DOT + 4 }));
+      g.append(s('circle', { class: 'dot', cx: cx(n.lane), cy: y, r: DOT }));
+
+      const text = s('text', { class: 'label', x: textX + n.depth * 14, y, dy: '0.35em' });
+      const first = n.ns !== '' && (!n.up || n.up.ns !== n.ns);
+      if (first) text.append(s('tspan', { class: 'ns' }, `${nsName(n.ns)} ▸ `));
+      text.append(s('tspan', { class: 'step' }, `step ${n.step}`));
+      text.append(s('tspan', { class: 'source' }, ` · ${n.source || '—'}`));
+      if (n.status !== 'ok') text.append(s('tspan', { class: `st ${n.status}` }, ` · ${n.status}`));
+      if (n.kind === 'abandoned' && n.ns === '') text.append(s('tspan', { class: 'gone' }, ' · abandoned'));
+      if (n === head) text.append(s('tspan', { class: 'tag' }, ' · head'));
+      if (n.orphan) text.append(s('tspan', { class: 'tag' }, ' · orphan'));
+      g.append(text);
+      g.append(s('text', { class: 'id', x: textX, y, dy: '0.35em' }, n.id));
+      rows.append(g);
+    }
+
+    svg.addEventListener('click', (ev) => {
+      const g = ev.target.closest('.node');
+      if (g) select(model.byKey.get(keyOf(g.dataset.ns, g.dataset.checkpointId)), true);
+    });
+    svg.addEventListener('keydown', (ev) => onKey(ev, model));
+    graph.replaceChildren(svg);
+
+    // The ids line up in a column after the longest label, once measured.
+    let idX = textX + 200;
+    for (const t of rows.querySelectorAll('text.label')) {
+      idX = Math.max(idX, Number(t.getAttribute('x')) + t.getComputedTextLength() + 24);
+    }
+    for (const t of rows.querySelectorAll('text.id')) t.setAttribute('x', idX);
+    let right = idX;
+    for (const t of rows.querySelectorAll('text.id')) right = Math.max(right, idX + t.getComputedTextLength());
+    width = Math.ceil(right + 12);
+    svg.setAttribute('width', width);
+    svg.setAttribute('viewBox', `0 0 ${width} ${height}`);
+    for (const r of svg.querySelectorAll('.row-bg')) r.setAttribute('width', width);
+    for (const b of bands.children) b.setAttribute('width', width - Number(b.getAttribute('x')) - 4 - Number(b.dataset.inset));
+  }
+
+  function onKey(ev, model) {
+    const cur = document.activeElement && document.activeElement.closest('.node');
+    if (!cur) return;
+    const n = model.byKey.get(keyOf(cur.dataset.ns, cur.dataset.checkpointId));
+    const last = model.nodes.length - 1;
+    const moves = {
+      ArrowDown: Math.min(n.row + 1, last),
+      ArrowUp: Math.max(n.row - 1, 0),
+      Home: 0,
+      End: last,
+      ArrowLeft: n.up ? n.up.row : n.row,
+    };
+    if (ev.key in moves) {
+      select(model.nodes[moves[ev.key]], true);
+    } else if (ev.key === 'Enter' || ev.key === ' ') {
+      select(n, true);
+    } else {
+      return;
+    }
+    ev.preventDefault();
+  }
+
+  // ---- selection and the side panel -----------------------------------------
+
+  function select(n, focus) {
+    if (!n || !view) return;
+    for (const el of graph.querySelectorAll('.node.selected')) {
+      el.classList.remove('selected');
+      el.setAttribute('aria-selected', 'false');
+      el.setAttribute('tabindex', '-1');
+    }
+    n.el.classList.add('selected');
+    n.el.setAttribute('aria-selected', 'true');
+    n.el.setAttribute('tabindex', '0');
+    if (focus) n.el.focus();
+    else n.el.scrollIntoView({ block: 'nearest' });
+    showDetails(n);
+  }
+
+  async function showDetails(n) {
+    const tid = view.tid;
+    const mine = ++detailLoads;
+    details.setAttribute('aria-busy', 'true');
+    delete details.dataset.checkpointId;
+    const q = new URLSearchParams({ checkpoint_ns: n.ns, checkpoint_id: n.id });
+    let t;
+    try {
+      t = await api(`${threadPath(tid)}/checkpoint?${q}`);
+    } catch (err) {
+      if (mine !== detailLoads) return;
+      details.replaceChildren(h('h2', { id: 'details-title' }, 'Checkpoint'), h('p', { class: 'error' }, err.message));
+      details.setAttribute('aria-busy', 'false');
+      return;
+    }
+    if (mine !== detailLoads) return;
+
+    const facts = h('dl', { class: 'facts' });
+    const fact = (k, ...v) => facts.append(h('dt', {}, k), h('dd', {}, ...v));
+    fact('namespace', n.ns ? h('code', { title: n.ns }, n.ns) : 'root graph');
+    fact('step', String(n.step));
+    fact('source', n.source || '—');
+    fact('status', h('span', { class: `chip ${n.status}` }, n.status));
+    fact('branch', { live: 'live path', abandoned: 'abandoned', sub: 'subgraph run' }[n.kind]);
+    if (n.up) {
+      const b = h('button', { type: 'button', class: 'link', title: n.up.id }, n.up.id);
+      b.addEventListener('click', () => select(n.up, true));
+      fact('parent', b);
+    } else {
+      fact('parent', n.orphan ? 'missing (orphan)' : 'none (root)');
+    }
+    if (t.expires_at) fact('expires', new Date(t.expires_at * 1000).toISOString());
+
+    const values = [...t.values].sort((a, b) => a.channel.localeCompare(b.channel));
+    const total = values.reduce((sum, v) => sum + b64Bytes(v.value.data), 0);
+    const channels = table(
+      ['channel', 'version', 'type', 'bytes'],
+      values.map((v) => [
+        v.channel,
+        h('span', { title: v.version }, v.version.replace(/^0+(?=\d)/, '')),
+        v.value.type,
+        fmtBytes(b64Bytes(v.value.data)),
+      ]),
+      'channels',
+    );
+    const writes = table(
+      ['task', 'idx', 'channel', 'type', 'bytes'],
+      t.writes.map((w) => [
+        h('code', { title: `${w.task_id}${w.task_path ? `\npath ${w.task_path}` : ''}` }, w.task_id.slice(0, 8)),
+        String(w.idx),
+        w.channel,
+        w.value.type,
+        fmtBytes(b64Bytes(w.value.data)),
+      ]),
+      'writes',
+    );
+
+    details.replaceChildren(
+      h('h2', { id: 'details-title' }, 'Checkpoint'),
+      h('p', { class: 'cid' }, h('code', {}, n.id)),
+      facts,
+      h('h3', {}, 'Metadata'),
+      h('pre', { class: 'json', tabindex: '0' }, JSON.stringify(t.metadata, null, 2)),
+      h('h3', {}, 'Channels ', h('small', {}, `${values.length} · ${fmtBytes(total)}`)),
+      values.length ? channels : h('p', { class: 'none' }, 'No channel values.'),
+      h('h3', {}, 'Pending writes ', h('small', {}, String(t.writes.length))),
+      t.writes.length ? writes : h('p', { class: 'none' }, 'None.'),
+      h('p', { class: 'hint' }, 'Values stay serialized; the page shows their sizes only.'),
+    );
+    details.dataset.checkpointId = n.id;
+    details.setAttribute('aria-busy', 'false');
+  }
+
+  function table(head, rows, cls) {
+    return h(
+      'table',
+      { class: cls },
+      h('thead', {}, h('tr', {}, head.map((c) => h('th', { scope: 'col' }, c)))),
+      h('tbody', {}, rows.map((r) => h('tr', {}, r.map((c) => h('td', {}, c))))),
+    );
+  }
+
+  // ---- loading ---------------------------------------------------------------
+
+  async function show(tid) {
+    const mine = ++loads;
+    view = null;
+    threadInput.value = tid;
+    delete graph.dataset.ready;
+    delete graph.dataset.error;
+    graph.setAttribute('aria-busy', 'true');
+    setStatus(`Loading ${tid}…`);
+    let model;
+    try {
+      model = build(await api(`${threadPath(tid)}/tree`));
+    } catch (err) {
+      if (mine !== loads) return;
+      graph.replaceChildren();
+      graph.dataset.error = err.message;
+      graph.setAttribute('aria-busy', 'false');
+      if (err.status === 401) {
+        setStatus('This service needs an API key: enter it above.', 'error');
+        keyInput.focus();
+      } else {
+        setStatus(err.message, 'error');
+      }
+      return;
+    }
+    if (mine !== loads) return;
+    view = model;
+    draw(model);
+    const count = (k) => model.nodes.filter((n) => n.kind === k).length;
+    const errors = model.nodes.filter((n) => n.status === 'error').length;
+    const bits = [
+      `${model.nodes.length} checkpoint${model.nodes.length === 1 ? '' : 's'}`,
+      `${count('live')} on the live path`,
+      `${count('abandoned')} abandoned`,
+    ];
+    if (count('sub')) bits.push(`${count('sub')} in subgraph runs`);
+    if (errors) bits.push(`${errors} error${errors === 1 ? '' : 's'}`);
+    if (model.head) bits.push(`head at step ${model.head.step} (${model.head.status})`);
+    setStatus(bits.join(' · '));
+    graph.dataset.ready = 'true';
+    graph.setAttribute('aria-busy', 'false');
+    select(model.head || model.nodes[model.nodes.length - 1], false);
+  }
+
+  // loadRecent fills the thread picker with the threads of the newest
+  // checkpoints (a few pages of search at most).
+  async function loadRecent() {
+    const seen = new Set();
+    let cursor = null;
+    let read = 0;
+    try {
+      do {
+        const page = await api('v1/checkpoints/search', { limit: RECENT_TUPLES - read, cursor });
+        for (const t of page.tuples) seen.add(t.thread_id);
+        read += page.tuples.length;
+        cursor = page.next_cursor;
+      } while (cursor && read < RECENT_TUPLES && seen.size < RECENT_THREADS);
+    } catch {
+      return; // no key yet, or no store: the picker simply stays empty
+    }
+    recent.replaceChildren(...[...seen].slice(0, RECENT_THREADS).map((id) => h('option', { value: id })));
+  }
+
+  function fromURL() {
+    const tid = new URLSearchParams(location.search).get('thread');
+    if (tid) show(tid);
+    else {
+      threadInput.value = '';
+      graph.replaceChildren();
+      setStatus('Pick a thread to see its checkpoints.');
+    }
+  }
+
+  pick.addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    const tid = threadInput.value.trim();
+    if (!tid) return;
+    const url = new URL(location.href);
+    url.search = new URLSearchParams({ thread: tid }).toString();
+    history.pushState(null, '', url);
+    show(tid);
+  });
+
+  $('#auth').addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    const key = keyInput.value.trim();
+    if (key) sessionStorage.setItem(KEY_STORAGE, key);
+    else sessionStorage.removeItem(KEY_STORAGE);
+    loadRecent();
+    if (threadInput.value.trim()) show(threadInput.value.trim());
+  });
+
+  $('#forget').addEventListener('click', () => {
+    sessionStorage.removeItem(KEY_STORAGE);
+    keyInput.value = '';
+  });
+
+  window.addEventListener('popstate', fromURL);
+  keyInput.value = sessionStorage.getItem(KEY_STORAGE) || '';
+  fromURL();
+  loadRecent();
+})();

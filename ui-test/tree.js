@@ -1,0 +1,233 @@
+#!/usr/bin/env node
+// Checks the service's /ui page in Debian's headless Chromium (playwright-core
+// drives it; no browser is downloaded). It opens /ui?thread=ID, waits for the
+// tree, and checks that the page shows the expected number of checkpoints,
+// marks the live path and the abandoned branches as the tree API says, moves
+// with the keyboard, and shows a clicked checkpoint's metadata and writes.
+// Prints a JSON summary on the last line of stdout; failures go to stderr
+// with exit status 1 (2 for bad usage).
+//
+//   node ui-test/tree.js --url http://127.0.0.1:7878 --thread ID --nodes 15 \
+//     [--key KEY] [--screenshot .cache/ui/tree.png | --no-screenshot]
+'use strict';
+
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { parseArgs } = require('node:util');
+const { chromium } = require('playwright-core');
+
+const CHROMIUM = '/usr/bin/chromium';
+const FLAGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+const USAGE =
+  'usage: node ui-test/tree.js --url URL --thread ID --nodes N [--key KEY] ' +
+  '[--screenshot FILE | --no-screenshot] [--timeout-ms MS]';
+
+class Failure extends Error {}
+
+function check(ok, message) {
+  if (!ok) throw new Failure(message);
+}
+
+function options() {
+  const { values } = parseArgs({
+    options: {
+      url: { type: 'string' },
+      thread: { type: 'string' },
+      nodes: { type: 'string' },
+      key: { type: 'string' },
+      screenshot: { type: 'string', default: path.join(__dirname, '..', '.cache', 'ui', 'tree.png') },
+      'no-screenshot': { type: 'boolean', default: false },
+      'timeout-ms': { type: 'string', default: '30000' },
+    },
+    strict: true,
+  });
+  const nodes = Number(values.nodes);
+  const timeout = Number(values['timeout-ms']);
+  if (!values.url || !values.thread || !Number.isInteger(nodes) || nodes < 0 || !(timeout > 0)) {
+    throw new Error(USAGE);
+  }
+  const base = new URL(values.url);
+  // Only a service on this machine: the test never sends traffic elsewhere.
+  const host = base.hostname.replace(/^\[|\]$/g, '');
+  if (!(host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host))) {
+    throw new Error(`--url must be a loopback address, not ${base.hostname}`);
+  }
+  return {
+    base,
+    thread: values.thread,
+    nodes,
+    key: values.key,
+    screenshot: values['no-screenshot'] ? null : path.resolve(values.screenshot),
+    timeout,
+  };
+}
+
+// api reads a /v1 route directly, for the answers the page is checked against.
+async function api(opts, route) {
+  const headers = { Accept: 'application/json' };
+  if (opts.key) headers.Authorization = `Bearer ${opts.key}`;
+  const res = await fetch(new URL(route, opts.base), { headers });
+  check(res.ok, `GET ${route}: HTTP ${res.status}`);
+  return res.json();
+}
+
+async function run(opts, page) {
+  const ids = (sel) => page.locator(sel).evaluateAll((els) => els.map((e) => e.dataset.checkpointId));
+  const wait = (sel) => page.waitForSelector(sel, { timeout: opts.timeout, state: 'attached' });
+
+  const url = new URL('ui', opts.base);
+  url.searchParams.set('thread', opts.thread);
+  await page.goto(url.href, { timeout: opts.timeout });
+
+  if (opts.key) {
+    // The service wants a key: the page says so, then draws with the typed key.
+    await wait('#graph[data-error]');
+    const said = await page.locator('#status').innerText();
+    check(/API key/.test(said), `without a key the page should ask for one, it says: ${said}`);
+    await page.fill('#key', opts.key);
+    await page.click('#auth button[type=submit]');
+  }
+  await wait('#graph[data-ready], #graph[data-error]');
+  const error = await page.locator('#graph').getAttribute('data-error');
+  check(error === null, `the page shows an error: ${error}`);
+
+  // The count.
+  const shown = await page.locator('#graph .node[data-checkpoint-id]').count();
+  check(shown === opts.nodes, `expected ${opts.nodes} nodes, the page shows ${shown}`);
+
+  // The marks, against the tree API.
+  const tid = encodeURIComponent(opts.thread);
+  const tree = await api(opts, `v1/threads/${tid}/tree`);
+  const branches = (await api(opts, `v1/threads/${tid}/tree/abandoned`)).branches;
+  const live = await ids('#graph .node.live');
+  const abandoned = await ids('#graph .node.abandoned');
+  const wantLive = tree.nodes.filter((n) => n.on_live_path).map((n) => n.id);
+  check(
+    JSON.stringify(live) === JSON.stringify(wantLive),
+    `live path marked ${JSON.stringify(live)}, the API says ${JSON.stringify(wantLive)}`,
+  );
+  for (const b of branches) {
+    for (const id of b.checkpoint_ids) {
+      check(abandoned.includes(id), `abandoned checkpoint ${id} is not marked abandoned`);
+    }
+  }
+  check(!live.some((id) => abandoned.includes(id)), 'a checkpoint is marked both live and abandoned');
+
+  // The first selection is the head, shown in the panel.
+  await wait('#details[data-checkpoint-id]');
+  const selected = await page.locator('#details').getAttribute('data-checkpoint-id');
+  const marked = await ids('#graph .node.selected');
+  check(marked.length === 1 && marked[0] === selected, `selected ${marked}, panel shows ${selected}`);
+  if (tree.head) check(selected === tree.head.id, `first selection ${selected}, the head is ${tree.head.id}`);
+
+  // The keyboard: up from the selection selects the row above.
+  const rows = await ids('#graph .node');
+  const at = rows.indexOf(selected);
+  if (at > 0) {
+    await page.locator('#graph .node.selected').focus();
+    await page.keyboard.press('ArrowUp');
+    await wait(`#details[data-checkpoint-id="${rows[at - 1]}"]`);
+    const focused = await page.evaluate(() => document.activeElement.dataset.checkpointId);
+    check(focused === rows[at - 1], `ArrowUp focused ${focused}, want ${rows[at - 1]}`);
+  }
+
+  // A click: an abandoned error if there is one, and its panel.
+  let target = null;
+  for (const sel of ['.node.abandoned.status-error', '.node.abandoned', '.node']) {
+    target = page.locator(`#graph ${sel}`).first();
+    if ((await target.count()) > 0) break;
+  }
+  const clicked = await target.getAttribute('data-checkpoint-id');
+  const step = Number(await target.getAttribute('data-step'));
+  const status = await target.getAttribute('data-status');
+  await target.click();
+  await wait(`#details[data-checkpoint-id="${clicked}"]`);
+  const meta = JSON.parse(await page.locator('#details pre.json').innerText());
+  check(meta.step === step, `panel metadata step ${meta.step}, the node says ${step}`);
+  check(typeof meta.source === 'string', 'panel metadata has no source');
+  const panel = await page.locator('#details').innerText();
+  check(panel.includes(clicked), 'the panel does not name the clicked checkpoint');
+  check(/channels/i.test(panel) && /pending writes/i.test(panel), 'the panel lacks channels or writes');
+  if (status === 'error') {
+    const channels = await page.locator('#details table.writes td:nth-child(3)').allInnerTexts();
+    check(channels.includes('__error__'), `an error checkpoint's writes lack __error__: ${channels}`);
+  }
+
+  if (opts.screenshot) {
+    fs.mkdirSync(path.dirname(opts.screenshot), { recursive: true });
+    await page.screenshot({ path: opts.screenshot, fullPage: true });
+  }
+  return {
+    nodes: shown,
+    live: live.length,
+    abandoned,
+    error: await ids('#graph .node[data-status="error"]'),
+    interrupted: await ids('#graph .node[data-status="interrupted"]'),
+    selected,
+    clicked,
+    screenshot: opts.screenshot,
+  };
+}
+
+async function main() {
+  let opts;
+  try {
+    opts = options();
+  } catch (err) {
+    console.error(err.message);
+    return 2;
+  }
+  const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'saver-ui-'));
+  let context;
+  try {
+    context = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: FLAGS,
+      viewport: { width: 1360, height: 860 },
+      timeout: opts.timeout,
+    });
+    const problems = [];
+    // Nothing but the service: any other request is refused and fails the run.
+    await context.route('**/*', (route) => {
+      const u = new URL(route.request().url());
+      if (u.origin === opts.base.origin) return route.continue();
+      problems.push(`request to another origin: ${u.href}`);
+      return route.abort();
+    });
+    const page = context.pages()[0] || (await context.newPage());
+    page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
+    page.on('console', (msg) => {
+      // The 401 before a key is typed is expected; anything else, such as a
+      // CSP violation or a missing file, is a fault.
+      const refused = /^Failed to load resource: .* 401 /.test(msg.text());
+      if (msg.type() === 'error' && !(opts.key && refused)) {
+        problems.push(`console: ${msg.text()}`);
+      }
+    });
+    const summary = await run(opts, page);
+    check(problems.length === 0, problems.join('\n'));
+    console.log(JSON.stringify(summary));
+    return 0;
+  } catch (err) {
+    console.error(err instanceof Failure ? `FAIL: ${err.message}` : err.stack || String(err));
+    return 1;
+  } finally {
+    if (context) await context.close().catch(() => {});
+    fs.rmSync(profile, { recursive: true, force: true });
+  }
+}
+
+main().then((code) => {
+  process.exitCode = code;
+});
