@@ -3,10 +3,12 @@ package bolt_test
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/saver-dev/saver"
 	"github.com/saver-dev/saver/bolt"
@@ -18,6 +20,27 @@ func BenchmarkPutCheckpoint(b *testing.B) {
 	ref := storetest.NewRef()
 	for i := 0; b.Loop(); i++ {
 		in := storetest.NewCheckpoint(ref, fmt.Sprintf("%08d", i))
+		storetest.SetChannel(&in, "messages", fmt.Sprint(i), "hello")
+		storetest.MustPutCheckpoint(b, s, in)
+	}
+}
+
+// BenchmarkPutCheckpointSession puts session checkpoints that reference
+// ten unchanged channels of their predecessors: every put looks up the ten
+// blobs to extend them, and rewrites them only when they would expire
+// first, about once per session lifetime.
+func BenchmarkPutCheckpointSession(b *testing.B) {
+	s := MustOpen(b, filepath.Join(b.TempDir(), "saver.db"))
+	ref := storetest.NewRef()
+	in := storetest.NewCheckpoint(ref, "base")
+	for c := range 10 {
+		storetest.SetChannel(&in, fmt.Sprint("channel-", c), "1", strings.Repeat("v", 1<<10))
+	}
+	storetest.MustPutCheckpoint(b, s, storetest.Expiring(in, time.Now().Add(time.Hour).Unix()))
+	unchanged := in.ChannelVersions
+	for i := 0; b.Loop(); i++ {
+		in := storetest.Expiring(storetest.NewCheckpoint(ref, fmt.Sprintf("%08d", i)), time.Now().Add(time.Hour).Unix())
+		maps.Copy(in.ChannelVersions, unchanged)
 		storetest.SetChannel(&in, "messages", fmt.Sprint(i), "hello")
 		storetest.MustPutCheckpoint(b, s, in)
 	}

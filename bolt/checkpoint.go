@@ -5,6 +5,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"time"
 
 	"go.etcd.io/bbolt"
 
@@ -19,7 +20,9 @@ func blobKey(ref saver.CheckpointRef, channel, version string) []byte {
 	return key(ref.Tenant, ref.ThreadID, ref.NS, channel, version)
 }
 
-// PutCheckpoint upserts the checkpoint and inserts each blob that is absent.
+// PutCheckpoint upserts the checkpoint and inserts each blob that is absent
+// (or expired). Every blob the checkpoint references through its channel
+// versions then lives at least as long as the checkpoint (see extendBlob).
 func (s *Store) PutCheckpoint(ctx context.Context, in saver.PutCheckpoint) error {
 	// Encode before the transaction: Batch may run the function twice, and
 	// the encoding is the same every time.
@@ -31,22 +34,38 @@ func (s *Store) PutCheckpoint(ctx context.Context, in saver.PutCheckpoint) error
 	type kv struct{ k, v []byte }
 	blobs := make([]kv, len(in.Blobs))
 	for i, b := range in.Blobs {
-		v, err := encodeTyped(b.Value)
+		v, err := encodeBlob(b.Value, in.ExpiresAt)
 		if err != nil {
 			return translate("put checkpoint", err)
 		}
 		blobs[i] = kv{blobKey(in.CheckpointRef, b.Channel, b.Version), v}
 	}
+	refs := make([][]byte, 0, len(in.ChannelVersions))
+	for ch, ver := range in.ChannelVersions {
+		refs = append(refs, blobKey(in.CheckpointRef, ch, ver))
+	}
 	return s.update(ctx, "put checkpoint", func(tx *bbolt.Tx) error {
+		now := s.Now()
 		if err := tx.Bucket(bucketCheckpoints).Put(ck, cv); err != nil {
 			return err
 		}
 		bb := tx.Bucket(bucketBlobs)
 		for _, b := range blobs {
-			if bb.Get(b.k) != nil {
+			v, err := getLive(bb, b.k, now)
+			if err != nil {
+				return err
+			}
+			if v != nil {
 				continue
 			}
 			if err := bb.Put(b.k, b.v); err != nil {
+				return err
+			}
+		}
+		// A blob just inserted already expires with the checkpoint; the
+		// lookup finds nothing to do.
+		for _, k := range refs {
+			if err := extendBlob(bb, k, in.ExpiresAt, now); err != nil {
 				return err
 			}
 		}
@@ -55,25 +74,26 @@ func (s *Store) PutCheckpoint(ctx context.Context, in saver.PutCheckpoint) error
 }
 
 // GetTuple returns the checkpoint named by ref, or the latest of its
-// namespace when ref.ID is empty.
+// namespace when ref.ID is empty; expired checkpoints are passed over.
 func (s *Store) GetTuple(ctx context.Context, ref saver.CheckpointRef) (*saver.Tuple, error) {
 	var tup *saver.Tuple
 	err := s.view(ctx, "get tuple", func(tx *bbolt.Tx) error {
+		now := s.Now()
 		cps := tx.Bucket(bucketCheckpoints)
 		var v []byte
+		var err error
 		if ref.ID != "" {
-			v = cps.Get(checkpointKey(ref))
+			v, err = getLive(cps, checkpointKey(ref), now)
 		} else {
 			prefix := key(ref.Tenant, ref.ThreadID, ref.NS)
 			var k []byte
-			k, v = lastWithPrefix(cps.Cursor(), prefix, prefixEnd(prefix))
+			k, v, err = lastLive(cps.Cursor(), prefix, now)
 			if k != nil {
-				id, _, err := nextComponent(k[len(prefix):])
-				if err != nil {
-					return err
-				}
-				ref.ID = id
+				ref.ID, _, err = nextComponent(k[len(prefix):])
 			}
+		}
+		if err != nil {
+			return err
 		}
 		if v == nil {
 			return saver.Errorf(saver.ENOTFOUND, "No checkpoint in thread %q, namespace %q matches.", ref.ThreadID, ref.NS)
@@ -82,7 +102,7 @@ func (s *Store) GetTuple(ctx context.Context, ref saver.CheckpointRef) (*saver.T
 		if err != nil {
 			return err
 		}
-		tup, err = readTuple(tx, cp)
+		tup, err = readTuple(tx, cp, now)
 		return err
 	})
 	if err != nil {
@@ -108,8 +128,9 @@ func lastWithPrefix(c *bbolt.Cursor, prefix, upper []byte) ([]byte, []byte) {
 }
 
 // readTuple completes a checkpoint with its values, resolved by direct
-// lookups through its channel versions, and its writes.
-func readTuple(tx *bbolt.Tx, cp *saver.Checkpoint) (*saver.Tuple, error) {
+// lookups through its channel versions, and its writes, leaving out what
+// has expired at now.
+func readTuple(tx *bbolt.Tx, cp *saver.Checkpoint, now time.Time) (*saver.Tuple, error) {
 	tup := &saver.Tuple{Checkpoint: *cp}
 	bb := tx.Bucket(bucketBlobs)
 	for ch, ver := range cp.ChannelVersions {
@@ -117,17 +138,17 @@ func readTuple(tx *bbolt.Tx, cp *saver.Checkpoint) (*saver.Tuple, error) {
 		if v == nil {
 			continue
 		}
-		val, err := decodeTyped(v)
+		val, exp, err := decodeBlob(v)
 		if err != nil {
 			return nil, err
 		}
-		if val.Type == saver.EmptyType {
+		if val.Type == saver.EmptyType || saver.Expired(exp, now) {
 			continue
 		}
 		tup.Values = append(tup.Values, saver.Blob{Channel: ch, Version: ver, Value: val})
 	}
 	slices.SortFunc(tup.Values, func(a, b saver.Blob) int { return strings.Compare(a.Channel, b.Channel) })
 	var err error
-	tup.Writes, err = readWrites(tx, cp.CheckpointRef)
+	tup.Writes, err = readWrites(tx, cp.CheckpointRef, now)
 	return tup, err
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"container/heap"
 	"context"
+	"time"
 
 	"go.etcd.io/bbolt"
 
@@ -11,6 +12,7 @@ import (
 )
 
 // ListCheckpoints returns the checkpoints matching f, newest first.
+// Expired checkpoints are passed over before the limit counts.
 //
 // Every (thread, namespace) in scope is a group whose keys are in id order.
 // Each group is walked backwards from the highest id the filter allows, and
@@ -21,6 +23,7 @@ func (s *Store) ListCheckpoints(ctx context.Context, f saver.ListFilter) ([]*sav
 	var out []*saver.Tuple
 	err := s.view(ctx, "list checkpoints", func(tx *bbolt.Tx) error {
 		out = nil
+		now := s.Now()
 		cps := tx.Bucket(bucketCheckpoints)
 		groups, err := listGroups(ctx, cps.Cursor(), f)
 		if err != nil {
@@ -42,15 +45,11 @@ func (s *Store) ListCheckpoints(ctx context.Context, f saver.ListFilter) ([]*sav
 				return err
 			}
 			it := h[0]
-			cp, err := decodeCheckpoint(it.ref, it.v)
+			tup, err := listed(tx, it, f, now)
 			if err != nil {
 				return err
 			}
-			if f.Matches(cp) {
-				tup, err := readTuple(tx, cp)
-				if err != nil {
-					return err
-				}
+			if tup != nil {
 				out = append(out, tup)
 			}
 			it.set(it.c.Prev())
@@ -69,6 +68,19 @@ func (s *Store) ListCheckpoints(ctx context.Context, f saver.ListFilter) ([]*sav
 		return nil, err
 	}
 	return out, nil
+}
+
+// listed returns the tuple of the iterator's current checkpoint, or nil if
+// it has expired at now or f does not match it.
+func listed(tx *bbolt.Tx, it *groupIter, f saver.ListFilter, now time.Time) (*saver.Tuple, error) {
+	if ok, err := live(it.v, now); !ok {
+		return nil, err
+	}
+	cp, err := decodeCheckpoint(it.ref, it.v)
+	if err != nil || !f.Matches(cp) {
+		return nil, err
+	}
+	return readTuple(tx, cp, now)
 }
 
 // listGroups returns the (thread, namespace) groups in the filter's scope.

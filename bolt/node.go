@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"time"
 
 	"go.etcd.io/bbolt"
 
@@ -20,23 +21,26 @@ var (
 	interruptIdx = key(idxComponent(-3)) // saver.ChannelInterrupt
 )
 
-// ListNodes returns every checkpoint of the thread as a node. It skims the
-// node fields out of each checkpoint record in place (see decodeNode) and
-// takes the flags from the keys of the thread's writes: no payload is
-// decoded or copied.
+// ListNodes returns every live checkpoint of the thread as a node. It skims
+// the node fields and the expiry out of each checkpoint record in place (see
+// decodeNode) and takes the flags from the keys of the thread's live writes:
+// no payload is decoded or copied.
 func (s *Store) ListNodes(ctx context.Context, tenant, threadID string) ([]saver.Node, error) {
 	prefix := key(tenant, threadID)
 	var nodes []saver.Node
 	err := s.view(ctx, "list nodes", func(tx *bbolt.Tx) error {
+		now := s.Now()
 		// keys[i] is the key of nodes[i] after the thread prefix: (ns, id).
 		// It aliases the file, which is fine until the transaction ends.
 		var keys [][]byte
 		nodes = []saver.Node{}
 		c := tx.Bucket(bucketCheckpoints).Cursor()
+		n := 0
 		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-			if err := checkCtx(ctx, len(nodes)); err != nil {
+			if err := checkCtx(ctx, n); err != nil {
 				return err
 			}
+			n++
 			rest := k[len(prefix):]
 			ns, tail, err := nextComponent(rest)
 			if err != nil {
@@ -46,14 +50,18 @@ func (s *Store) ListNodes(ctx context.Context, tenant, threadID string) ([]saver
 			if err != nil || len(tail) != 0 {
 				return errBadKey
 			}
-			n := saver.Node{ThreadID: threadID, NS: ns, ID: id}
-			if err := decodeNode(&n, v); err != nil {
-				return fmt.Errorf("decode checkpoint %s: %w", n.ID, err)
+			node := saver.Node{ThreadID: threadID, NS: ns, ID: id}
+			exp, err := decodeNode(&node, v)
+			if err != nil {
+				return fmt.Errorf("decode checkpoint %s: %w", node.ID, err)
 			}
-			nodes = append(nodes, n)
+			if saver.Expired(exp, now) {
+				continue
+			}
+			nodes = append(nodes, node)
 			keys = append(keys, rest)
 		}
-		return flagNodes(ctx, tx.Bucket(bucketWrites).Cursor(), prefix, nodes, keys)
+		return flagNodes(ctx, tx.Bucket(bucketWrites).Cursor(), prefix, nodes, keys, now)
 	})
 	if err != nil {
 		return nil, err
@@ -65,10 +73,11 @@ func (s *Store) ListNodes(ctx context.Context, tenant, threadID string) ([]saver
 // writes. A write's key is its checkpoint's key followed by (task_id, idx),
 // so writes sort in the order of their checkpoints, and one pass over both
 // finds each write's checkpoint without a lookup. Writes on checkpoints that
-// were never put fall between nodes and are passed over.
-func flagNodes(ctx context.Context, c *bbolt.Cursor, prefix []byte, nodes []saver.Node, keys [][]byte) error {
+// were never put (or have expired) fall between nodes and are passed over.
+// Only an error or interrupt write's value is read, for its expiry.
+func flagNodes(ctx context.Context, c *bbolt.Cursor, prefix []byte, nodes []saver.Node, keys [][]byte, now time.Time) error {
 	i, n := 0, 0
-	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && i < len(keys); k, _ = c.Next() {
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && i < len(keys); k, v = c.Next() {
 		if err := checkCtx(ctx, n); err != nil {
 			return err
 		}
@@ -88,24 +97,36 @@ func flagNodes(ctx context.Context, c *bbolt.Cursor, prefix []byte, nodes []save
 		if task < 0 {
 			return errBadKey
 		}
-		switch idx := own[task+1:]; {
-		case bytes.Equal(idx, errorIdx):
-			nodes[i].HasError = true
-		case bytes.Equal(idx, interruptIdx):
-			nodes[i].HasInterrupt = true
+		idx := own[task+1:]
+		isError, isInterrupt := bytes.Equal(idx, errorIdx), bytes.Equal(idx, interruptIdx)
+		if !isError && !isInterrupt {
+			continue
 		}
+		if ok, err := live(v, now); !ok {
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		nodes[i].HasError = nodes[i].HasError || isError
+		nodes[i].HasInterrupt = nodes[i].HasInterrupt || isInterrupt
 	}
 	return nil
 }
 
 // decodeNode reads a checkpoint record's parent link and the metadata
 // fields a node shows, skipping the body, the channel versions and every
-// other metadata value by their lengths.
-func decodeNode(n *saver.Node, v []byte) error {
+// other metadata value by their lengths. It returns the record's expiry.
+func decodeNode(n *saver.Node, v []byte) (expiresAt int64, err error) {
 	s := skim{b: v}
 	fields := s.mapLen()
 	for i := uint64(0); i < fields && s.err == nil; i++ {
 		switch string(s.strBytes()) {
+		case fieldExpiresAt:
+			var ok bool
+			if expiresAt, ok = s.next().integer(); !ok {
+				s.fail()
+			}
 		case "parent_id":
 			n.ParentID = s.str()
 		case "metadata":
@@ -114,7 +135,7 @@ func decodeNode(n *saver.Node, v []byte) error {
 			s.skip()
 		}
 	}
-	return s.err
+	return expiresAt, s.err
 }
 
 // nodeMetadata reads source, step and parents from a metadata map. Values

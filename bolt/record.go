@@ -11,7 +11,13 @@ import (
 
 // checkpointRecord is the value stored under a checkpoint key: the
 // checkpoint minus the fields its key holds.
+//
+// ExpiresAt comes first and is always written, so that reads find it in
+// the record's first bytes (recordExpiry). Records written before expiry
+// existed lack it and Scope, and read as never expiring.
 type checkpointRecord struct {
+	ExpiresAt       int64             `msgpack:"expires_at"`
+	Scope           saver.Scope       `msgpack:"scope,omitempty"`
 	ParentID        string            `msgpack:"parent_id"`
 	Body            saver.Typed       `msgpack:"body"`
 	Metadata        map[string]any    `msgpack:"metadata"`
@@ -19,15 +25,28 @@ type checkpointRecord struct {
 }
 
 // writeRecord is the value stored under a write key: the write minus its
-// task id and idx, which the key holds.
+// task id and idx, which the key holds, plus its expiry (first, as in
+// checkpointRecord; absent in older records: never).
 type writeRecord struct {
-	TaskPath string      `msgpack:"task_path"`
-	Channel  string      `msgpack:"channel"`
-	Value    saver.Typed `msgpack:"value"`
+	ExpiresAt int64       `msgpack:"expires_at"`
+	TaskPath  string      `msgpack:"task_path"`
+	Channel   string      `msgpack:"channel"`
+	Value     saver.Typed `msgpack:"value"`
+}
+
+// blobRecord is the value stored under a blob key: the channel value and
+// its expiry. Older records are a bare saver.Typed, whose two fields are
+// the same as these: they read as never expiring.
+type blobRecord struct {
+	ExpiresAt int64  `msgpack:"expires_at"`
+	Type      string `msgpack:"type"`
+	Data      []byte `msgpack:"data"`
 }
 
 func encodeCheckpoint(cp *saver.Checkpoint) ([]byte, error) {
 	return msgpack.Marshal(&checkpointRecord{
+		ExpiresAt:       cp.ExpiresAt,
+		Scope:           cp.Scope,
 		ParentID:        cp.ParentID,
 		Body:            cp.Body,
 		Metadata:        cp.Metadata,
@@ -57,29 +76,35 @@ func decodeCheckpoint(ref saver.CheckpointRef, v []byte) (*saver.Checkpoint, err
 		Body:            rec.Body,
 		Metadata:        md,
 		ChannelVersions: rec.ChannelVersions,
+		Scope:           rec.Scope,
+		ExpiresAt:       rec.ExpiresAt,
 	}, nil
 }
 
-func encodeWrite(w *saver.Write) ([]byte, error) {
-	return msgpack.Marshal(&writeRecord{TaskPath: w.TaskPath, Channel: w.Channel, Value: w.Value})
+func encodeWrite(w *saver.Write, expiresAt int64) ([]byte, error) {
+	return msgpack.Marshal(&writeRecord{ExpiresAt: expiresAt, TaskPath: w.TaskPath, Channel: w.Channel, Value: w.Value})
 }
 
-func decodeWrite(taskID string, idx int64, v []byte) (saver.Write, error) {
+// decodeWrite decodes a write record and returns the write with its expiry.
+func decodeWrite(taskID string, idx int64, v []byte) (saver.Write, int64, error) {
 	var rec writeRecord
 	if err := msgpack.Unmarshal(v, &rec); err != nil {
-		return saver.Write{}, fmt.Errorf("decode write (%s, %d): %w", taskID, idx, err)
+		return saver.Write{}, 0, fmt.Errorf("decode write (%s, %d): %w", taskID, idx, err)
 	}
-	return saver.Write{TaskID: taskID, TaskPath: rec.TaskPath, Idx: idx, Channel: rec.Channel, Value: rec.Value}, nil
+	return saver.Write{TaskID: taskID, TaskPath: rec.TaskPath, Idx: idx, Channel: rec.Channel, Value: rec.Value}, rec.ExpiresAt, nil
 }
 
-func encodeTyped(t saver.Typed) ([]byte, error) { return msgpack.Marshal(&t) }
+func encodeBlob(value saver.Typed, expiresAt int64) ([]byte, error) {
+	return msgpack.Marshal(&blobRecord{ExpiresAt: expiresAt, Type: value.Type, Data: value.Data})
+}
 
-func decodeTyped(v []byte) (saver.Typed, error) {
-	var t saver.Typed
-	if err := msgpack.Unmarshal(v, &t); err != nil {
-		return saver.Typed{}, fmt.Errorf("decode blob: %w", err)
+// decodeBlob decodes a blob record and returns the value with its expiry.
+func decodeBlob(v []byte) (saver.Typed, int64, error) {
+	var rec blobRecord
+	if err := msgpack.Unmarshal(v, &rec); err != nil {
+		return saver.Typed{}, 0, fmt.Errorf("decode blob: %w", err)
 	}
-	return t, nil
+	return saver.Typed{Type: rec.Type, Data: rec.Data}, rec.ExpiresAt, nil
 }
 
 // ledgerRecord is the value stored under a ledger key. Times are Unix

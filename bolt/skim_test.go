@@ -176,6 +176,6 @@ func FuzzSkim(f *testing.F) {
 			t.Fatalf("skip(% x): skim left %d bytes, msgpack %d", b, len(s.b), r.Len())
 		}
 		var n saver.Node
-		_ = decodeNode(&n, b)
+		_, _ = decodeNode(&n, b)
 	})
 }

@@ -1,5 +1,6 @@
-// Package bolt implements saver.Store, saver.TreeStore and saver.Ledger in
-// one local file with bbolt, the embedded default store for a single node.
+// Package bolt implements saver.Store, saver.TreeStore, saver.Expirer and
+// saver.Ledger in one local file with bbolt, the embedded default store for
+// a single node.
 //
 // # Durability
 //
@@ -18,7 +19,7 @@
 // in every key.
 //
 //	checkpoints    (tenant, thread, ns, checkpoint_id)               -> checkpoint record
-//	blobs          (tenant, thread, ns, channel, version)            -> Typed value
+//	blobs          (tenant, thread, ns, channel, version)            -> blob record
 //	writes         (tenant, thread, ns, checkpoint_id, task_id, idx) -> write record
 //	ledger         (tenant, key)                                     -> ledger record
 //	ledger_expiry  expiry ++ (tenant, key)                           -> empty
@@ -42,6 +43,23 @@
 // neither copied nor read. The error and interrupt flags come from the
 // idx in the keys of the thread's writes (LangGraph writes errors at -1 and
 // interrupts at -3), read in the same key order as the checkpoints.
+//
+// # Expiry
+//
+// Checkpoint, blob and write records carry their expiry (epoch seconds, 0
+// never) as their first field, and checkpoint records their scope; records
+// written before expiry existed have neither and never expire. Every read
+// filters with Store.Now: an expired item is absent, whether or not it is
+// still in the file, and a put treats it as absent too. The expiry is
+// skimmed from the record's first bytes, so passing over an expired
+// checkpoint costs no decoding, and ListNodes stays payload-free.
+//
+// Putting a checkpoint applies saver.ExtendedBlobExpiry to each blob its
+// channel versions reference, by point lookups in the put's transaction; a
+// blob is rewritten only when it would expire before the checkpoint.
+// SetExpiry does the same for the checkpoint's blobs and writes. Rewriting
+// an expiry copies the record's other fields byte for byte (withExpiry).
+// Sweep deletes expired items to give their space back.
 //
 // # Idempotency ledger
 //
@@ -96,8 +114,8 @@ type Store struct {
 	MaxBatchSize int
 	// FileMode is the mode of a newly created file. Default: 0600.
 	FileMode os.FileMode
-	// Now is the clock of ledger leases and key expiry, read on every
-	// ledger call. Default: time.Now.
+	// Now is the clock of ledger leases and key expiry, and of checkpoint,
+	// blob and write expiry, read on every call. Default: time.Now.
 	Now func() time.Time
 
 	path string

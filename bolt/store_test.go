@@ -122,3 +122,10 @@ func TestCancelledContext(t *testing.T) {
 	}
 	storetest.MustNotFind(t, s, ref)
 }
+
+// TestExpiry gives every subtest a store of its own, as TestLedger does.
+func TestExpiry(t *testing.T) {
+	storetest.RunExpiry(t, func(t *testing.T, now func() time.Time) storetest.ExpiryStore {
+		return MustOpen(t, filepath.Join(t.TempDir(), "saver.db"), bolt.WithNow(now))
+	})
+}

@@ -3,6 +3,7 @@ package bolt
 import (
 	"bytes"
 	"context"
+	"time"
 
 	"go.etcd.io/bbolt"
 
@@ -106,12 +107,22 @@ func (s *Store) DeleteForRuns(ctx context.Context, tenant string, runIDs []strin
 	})
 }
 
-// CopyThread copies every checkpoint, blob and write of src to dst. Values
-// are copied byte for byte, so the copy reads exactly what the source reads.
+// CopyThread copies every live checkpoint, blob and write of src to dst.
+// Values are copied byte for byte, expiries included, so the copy reads
+// exactly what the source reads and expires with it.
 func (s *Store) CopyThread(ctx context.Context, tenant, src, dst string) error {
 	srcPrefix, dstPrefix := key(tenant, src), key(tenant, dst)
 	return s.update(ctx, "copy thread", func(tx *bbolt.Tx) error {
-		if k, _ := tx.Bucket(bucketCheckpoints).Cursor().Seek(srcPrefix); k == nil || !bytes.HasPrefix(k, srcPrefix) {
+		now := s.Now()
+		found := false
+		c := tx.Bucket(bucketCheckpoints).Cursor()
+		for k, v := c.Seek(srcPrefix); k != nil && bytes.HasPrefix(k, srcPrefix) && !found; k, v = c.Next() {
+			var err error
+			if found, err = live(v, now); err != nil {
+				return err
+			}
+		}
+		if !found {
 			return saver.Errorf(saver.ENOTFOUND, "Thread %q has no checkpoint.", src)
 		}
 		for _, name := range threadBuckets {
@@ -121,6 +132,12 @@ func (s *Store) CopyThread(ctx context.Context, tenant, src, dst string) error {
 			var ks, vs [][]byte
 			c := b.Cursor()
 			for k, v := c.Seek(srcPrefix); k != nil && bytes.HasPrefix(k, srcPrefix); k, v = c.Next() {
+				if ok, err := live(v, now); !ok {
+					if err != nil {
+						return err
+					}
+					continue
+				}
 				ks = append(ks, append(bytes.Clone(dstPrefix), k[len(srcPrefix):]...))
 				vs = append(vs, bytes.Clone(v))
 			}
@@ -134,7 +151,7 @@ func (s *Store) CopyThread(ctx context.Context, tenant, src, dst string) error {
 	})
 }
 
-// Prune deletes the threads (PruneDelete) or keeps only the latest
+// Prune deletes the threads (PruneDelete) or keeps only the latest live
 // checkpoint of each namespace with its writes and the blobs it references
 // (PruneKeepLatest).
 func (s *Store) Prune(ctx context.Context, tenant string, threadIDs []string, strategy saver.PruneStrategy) error {
@@ -147,13 +164,14 @@ func (s *Store) Prune(ctx context.Context, tenant string, threadIDs []string, st
 		return nil
 	}
 	return s.update(ctx, "prune", func(tx *bbolt.Tx) error {
+		now := s.Now()
 		for _, thread := range threadIDs {
 			prefix := key(tenant, thread)
 			var err error
 			if strategy == saver.PruneDelete {
 				err = deleteThread(tx, prefix)
 			} else {
-				err = keepLatest(ctx, tx, saver.CheckpointRef{Tenant: tenant, ThreadID: thread})
+				err = keepLatest(ctx, tx, saver.CheckpointRef{Tenant: tenant, ThreadID: thread}, now)
 			}
 			if err != nil {
 				return err
@@ -163,8 +181,9 @@ func (s *Store) Prune(ctx context.Context, tenant string, threadIDs []string, st
 	})
 }
 
-// keepLatest prunes one thread to the latest checkpoint of each namespace.
-func keepLatest(ctx context.Context, tx *bbolt.Tx, thread saver.CheckpointRef) error {
+// keepLatest prunes one thread to the latest checkpoint of each namespace
+// that is live at now; a namespace with none loses everything.
+func keepLatest(ctx context.Context, tx *bbolt.Tx, thread saver.CheckpointRef, now time.Time) error {
 	prefix := key(thread.Tenant, thread.ThreadID)
 	cps := tx.Bucket(bucketCheckpoints)
 	nss, err := distinct(ctx, cps.Cursor(), prefix, 1)
@@ -179,7 +198,10 @@ func keepLatest(ctx context.Context, tx *bbolt.Tx, thread saver.CheckpointRef) e
 		ref := thread
 		ref.NS = ns[0]
 		nsPrefix := key(ref.Tenant, ref.ThreadID, ref.NS)
-		k, v := lastWithPrefix(cps.Cursor(), nsPrefix, prefixEnd(nsPrefix))
+		k, v, err := lastLive(cps.Cursor(), nsPrefix, now)
+		if err != nil {
+			return err
+		}
 		if k == nil {
 			continue
 		}

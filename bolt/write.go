@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"slices"
+	"time"
 
 	"go.etcd.io/bbolt"
 
@@ -16,7 +17,8 @@ func writeKey(ref saver.CheckpointRef, taskID string, idx int64) []byte {
 }
 
 // PutWrites stores writes against a checkpoint, which need not exist:
-// special writes (negative idx) replace, the others are inserted if absent.
+// special writes (negative idx) replace, the others are inserted if absent
+// or expired. Each write expires at in.ExpiresAt.
 func (s *Store) PutWrites(ctx context.Context, in saver.PutWrites) error {
 	type kv struct {
 		k, v    []byte
@@ -25,17 +27,24 @@ func (s *Store) PutWrites(ctx context.Context, in saver.PutWrites) error {
 	writes := make([]kv, len(in.Writes))
 	for i := range in.Writes {
 		w := &in.Writes[i]
-		v, err := encodeWrite(w)
+		v, err := encodeWrite(w, in.ExpiresAt)
 		if err != nil {
 			return translate("put writes", err)
 		}
 		writes[i] = kv{writeKey(in.CheckpointRef, w.TaskID, w.Idx), v, w.Upserts()}
 	}
 	return s.update(ctx, "put writes", func(tx *bbolt.Tx) error {
+		now := s.Now()
 		wb := tx.Bucket(bucketWrites)
 		for _, w := range writes {
-			if !w.upserts && wb.Get(w.k) != nil {
-				continue
+			if !w.upserts {
+				v, err := getLive(wb, w.k, now)
+				if err != nil {
+					return err
+				}
+				if v != nil {
+					continue
+				}
 			}
 			if err := wb.Put(w.k, w.v); err != nil {
 				return err
@@ -45,10 +54,11 @@ func (s *Store) PutWrites(ctx context.Context, in saver.PutWrites) error {
 	})
 }
 
-// readWrites returns the writes of a checkpoint ordered by (task_path,
-// task_id, idx). Keys give (task_id, idx) order; the task path is in the
-// value, so the final order is a stable sort by it.
-func readWrites(tx *bbolt.Tx, ref saver.CheckpointRef) ([]saver.Write, error) {
+// readWrites returns the writes of a checkpoint that have not expired at
+// now, ordered by (task_path, task_id, idx). Keys give (task_id, idx)
+// order; the task path is in the value, so the final order is a stable sort
+// by it.
+func readWrites(tx *bbolt.Tx, ref saver.CheckpointRef, now time.Time) ([]saver.Write, error) {
 	prefix := checkpointKey(ref)
 	var writes []saver.Write
 	c := tx.Bucket(bucketWrites).Cursor()
@@ -65,11 +75,13 @@ func readWrites(tx *bbolt.Tx, ref saver.CheckpointRef) ([]saver.Write, error) {
 		if err != nil {
 			return nil, err
 		}
-		w, err := decodeWrite(taskID, idx, v)
+		w, exp, err := decodeWrite(taskID, idx, v)
 		if err != nil {
 			return nil, err
 		}
-		writes = append(writes, w)
+		if !saver.Expired(exp, now) {
+			writes = append(writes, w)
+		}
 	}
 	slices.SortStableFunc(writes, func(a, b saver.Write) int { return cmp.Compare(a.TaskPath, b.TaskPath) })
 	return writes, nil

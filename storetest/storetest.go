@@ -13,7 +13,8 @@
 //
 // The optional interfaces have contracts of their own, which a store that
 // implements them runs too. RunTree checks saver.TreeStore. RunLedger checks
-// saver.Ledger with a Clock per subtest, which open hands to the store:
+// saver.Ledger, and RunExpiry checks expiries and saver.Expirer, with a Clock
+// per subtest, which open hands to the store:
 //
 //	func TestLedger(t *testing.T) {
 //		storetest.RunLedger(t, func(t *testing.T, now func() time.Time) storetest.LedgerStore {
