@@ -174,7 +174,7 @@ func settings() []envVar {
 			return nil
 		}, func(c *Config) string { return strconv.FormatBool(c.Init) })
 	s, g = dur(func(c *Config) *time.Duration { return &c.SweepEvery })
-	add("SAVER_SWEEP_EVERY", "sweep-every", "run the S3 orphan sweeper this often in the background; 0s: never (use saver gc)", s, g)
+	add("SAVER_SWEEP_EVERY", "sweep-every", "sweep in the background this often (S3 orphans on dynamodb, expired items on bolt); 0s: never (use saver gc)", s, g)
 	s, g = dur(func(c *Config) *time.Duration { return &c.SweepGrace })
 	add("SAVER_SWEEP_GRACE", "sweep-grace", "age an unreferenced S3 object must reach before the sweeper removes it", s, g)
 	add("SAVER_METRICS", "metrics", "serve Prometheus metrics at /metrics (no key needed; no ids in labels)",
@@ -235,8 +235,8 @@ func (c *Config) Validate() error {
 		if c.OffloadBytes < 1024 || c.OffloadBytes > 380<<10 {
 			errs = append(errs, fmt.Errorf("offload-bytes %d: must be between 1024 and %d", c.OffloadBytes, 380<<10))
 		}
-		if c.SweepEvery < 0 || c.SweepGrace < time.Minute {
-			errs = append(errs, errors.New("sweep-every must not be negative and sweep-grace must be at least 1m"))
+		if c.SweepGrace < time.Minute {
+			errs = append(errs, errors.New("sweep-grace must be at least 1m"))
 		}
 	default:
 		errs = append(errs, fmt.Errorf("store %q: use %s or %s", c.Store, StoreBolt, StoreDynamoDB))
@@ -249,6 +249,9 @@ func (c *Config) Validate() error {
 	}
 	if c.RequestTimeout <= 0 || c.ShutdownTimeout <= 0 {
 		errs = append(errs, errors.New("timeouts must be positive"))
+	}
+	if c.SweepEvery < 0 {
+		errs = append(errs, errors.New("sweep-every must not be negative"))
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		errs = append(errs, errors.New("tls-cert and tls-key go together"))

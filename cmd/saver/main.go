@@ -21,6 +21,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/saver-dev/saver"
 	"github.com/saver-dev/saver/api"
@@ -65,10 +66,23 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		if err := m.ParseFlags(args, getenv); err != nil {
 			return err
 		}
+		m.initLogger()
+		if cmd == "gc" && m.Config.Store == StoreBolt {
+			st, err := bolt.Open(m.Config.DBPath, bolt.WithLogger(m.Logger))
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			n, err := st.Sweep(ctx)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "expired items deleted %d\n", n)
+			return nil
+		}
 		if m.Config.Store != StoreDynamoDB {
 			return fmt.Errorf("%s works on the dynamodb store; set SAVER_STORE=dynamodb", cmd)
 		}
-		m.initLogger()
 		st, err := openAWS(ctx, m.Config, m.Logger)
 		if err != nil {
 			return err
@@ -168,6 +182,9 @@ func (m *Main) Run(ctx context.Context) error {
 			return err
 		}
 		m.store = st
+		if m.Config.SweepEvery > 0 {
+			go sweepBolt(bg, st, m.Config.SweepEvery, m.Logger.With("component", "sweeper"), mx)
+		}
 	case StoreDynamoDB:
 		st, err := openAWS(ctx, m.Config, m.Logger)
 		if err != nil {
@@ -272,4 +289,27 @@ func writeFileAtomic(path string, data []byte) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)
+}
+
+// sweepBolt deletes expired items from the embedded store every period until
+// ctx ends. Reads already hide them; this only gives the space back.
+func sweepBolt(ctx context.Context, st *bolt.Store, every time.Duration, logger *slog.Logger, mx *metrics.Metrics) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		n, err := st.Sweep(ctx)
+		if mx != nil {
+			mx.ObserveSweep(n, err)
+		}
+		if err != nil && ctx.Err() == nil {
+			logger.Error("sweep", "error", err)
+		} else if err == nil {
+			logger.Info("sweep", "expired_deleted", n)
+		}
+	}
 }

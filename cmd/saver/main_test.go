@@ -114,3 +114,17 @@ func TestRun_UnknownCommand(t *testing.T) {
 		t.Fatalf("err=%v", err)
 	}
 }
+
+func TestGC_Bolt(t *testing.T) {
+	var out bytes.Buffer
+	db := filepath.Join(t.TempDir(), "s.db")
+	if err := run(context.Background(), []string{"gc", "-db", db}, func(string) string { return "" }, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "expired items deleted 0") {
+		t.Fatalf("gc printed %q", out.String())
+	}
+	if err := run(context.Background(), []string{"init", "-db", db}, func(string) string { return "" }, &out, io.Discard); err == nil {
+		t.Fatal("init on the bolt store should say it is for dynamodb")
+	}
+}
