@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -99,7 +99,10 @@ func testItems(n, size int) []item {
 func ops(items []item) []writeOp {
 	out := make([]writeOp, len(items))
 	for i, it := range items {
-		out[i] = writeOp{item: it, keep: i%2 == 0}
+		out[i] = writeOp{item: it}
+		if i%2 == 0 {
+			out[i].cond = absentOrExpired(time.Unix(1e9, 0))
+		}
 	}
 	return out
 }
@@ -161,21 +164,6 @@ func TestTransactOrder(t *testing.T) {
 	}
 	if got := sk.(*types.AttributeValueMemberS).Value; got != "checkpoint" {
 		t.Fatalf("last item written is %q", got)
-	}
-}
-
-func TestUpdateOfKeepsExisting(t *testing.T) {
-	it := item{attrPK: attrS("p"), attrSK: attrS("s"), attrValue: attrS("v"), attrExpiresAt: attrN(5)}
-	u := updateOf(it)
-	expr := *u.UpdateExpression
-	if !strings.Contains(expr, "if_not_exists(#a1, :v1)") || !strings.Contains(expr, "#a0 = :v0") {
-		t.Fatalf("update expression %q", expr)
-	}
-	if u.ExpressionAttributeNames["#a0"] != attrExpiresAt || u.ExpressionAttributeNames["#a1"] != attrValue {
-		t.Fatalf("names %v", u.ExpressionAttributeNames)
-	}
-	if _, ok := u.Key[attrValue]; ok || len(u.Key) != 2 {
-		t.Fatalf("key %v", u.Key)
 	}
 }
 

@@ -3,6 +3,7 @@ package dynamo
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -12,32 +13,36 @@ import (
 	"github.com/saver-dev/saver"
 )
 
-// PutCheckpoint writes the checkpoint's new blobs (insert-if-absent) and the
-// checkpoint item (upsert) in one TransactWriteItems when they fit (100 items,
-// 4 MB), so a checkpoint is never visible without its blobs. Larger puts send
-// the blobs first and the checkpoint in the last transaction. Offloaded
-// payloads are stored before any item that points at them.
+// PutCheckpoint writes the checkpoint's new blobs (insert-if-absent), the
+// update of its namespace's blob lifetimes, which guards the blobs it
+// references (see lifetimes.go), and the checkpoint item (upsert) in one
+// TransactWriteItems when they fit (100 items, 4 MB), so a checkpoint is
+// never visible without its blobs. Larger puts send the blobs first and the
+// checkpoint in the last transaction. A put that brings and references no
+// blob is one PutItem. Offloaded payloads are stored before any item that
+// points at them.
 func (s *Store) PutCheckpoint(ctx context.Context, in saver.PutCheckpoint) error {
-	// New blobs live as long as the checkpoint that brings them. Extending
-	// older blobs it references (saver.ExtendedBlobExpiry) is not done here.
-	exp := in.ExpiresAt
-	ops := make([]writeOp, 0, len(in.Blobs)+1)
-	for _, b := range in.Blobs {
-		it, err := s.blobItem(ctx, in.CheckpointRef, b, exp)
-		if err != nil {
-			return fmt.Errorf("dynamo: put checkpoint %s: blob %s: %w", in.ID, b.Channel, err)
-		}
-		ops = append(ops, writeOp{item: it, keep: true})
-	}
-	it, err := s.checkpointItem(ctx, &in.Checkpoint, exp)
+	p, err := s.planPut(ctx, &in)
 	if err != nil {
 		return fmt.Errorf("dynamo: put checkpoint %s: %w", in.ID, err)
 	}
-	ops = append(ops, writeOp{item: it})
-	if err := s.transact(ctx, ops); err != nil {
-		return fmt.Errorf("dynamo: put checkpoint %s: %w", in.ID, err)
+	for round := 1; ; round++ {
+		err := s.transact(ctx, p.ops())
+		var cf *condFailed
+		if !errors.As(err, &cf) {
+			if err != nil {
+				return fmt.Errorf("dynamo: put checkpoint %s: %w", in.ID, err)
+			}
+			return nil
+		}
+		if round == maxPutRounds {
+			return fmt.Errorf("dynamo: put checkpoint %s: %w: %w", in.ID,
+				saver.Errorf(saver.EUNAVAILABLE, "The checkpoint's blobs kept changing under the put; retry."), err)
+		}
+		if err := p.revise(ctx, cf.items); err != nil {
+			return fmt.Errorf("dynamo: put checkpoint %s: %w", in.ID, err)
+		}
 	}
-	return nil
 }
 
 // GetTuple reads the checkpoint with its pending writes in one Query: writes

@@ -1,4 +1,5 @@
-// Package dynamo implements saver.Store on one DynamoDB table.
+// Package dynamo implements saver.Store, saver.TreeStore, saver.Ledger and
+// saver.Expirer on one DynamoDB table.
 //
 // # Item layout
 //
@@ -12,6 +13,7 @@
 //	SK  c!<ns>!<checkpoint id>!                          checkpoint
 //	    c!<ns>!<checkpoint id>!w!<task id>!<idx>!        pending write
 //	    b!<ns>!<channel>!<version>!                      channel value (blob)
+//	    x!<ns>!                                          blob lifetimes
 //
 // Each part is escaped so that it never holds the separator "!": bytes up
 // to "#" become "#" and two hex digits. The escape keeps byte order, and "!"
@@ -23,36 +25,89 @@
 // (1,024 bytes of sort key) whatever the input; checkpoint ids are never
 // hashed, as their order matters. See key.go.
 //
-// Attributes: kind ("checkpoint", "write", "blob"), thread_id,
-// checkpoint_ns, checkpoint_id, expires_at (the checkpoint's or the
-// writes' ExpiresAt; a put's new blobs take the checkpoint's), and
+// Attributes: kind ("checkpoint", "write", "blob", "lifetimes"), thread_id,
+// checkpoint_ns, checkpoint_id, expires_at, and
 //
 //	checkpoint  parent_checkpoint_id, checkpoint (payload), metadata
 //	            (msgpack, which keeps ints and floats apart),
-//	            channel_versions (map), scope, run_id (for delete_for_runs)
+//	            channel_versions (map), scope, run_id (for delete_for_runs),
+//	            source, step, parents (copied out of the metadata for tree
+//	            queries; absent when the metadata has no such value)
 //	write       task_id, task_path, idx, channel, value (payload)
 //	blob        channel, version, value (payload)
+//	lifetimes   ch:<channel> = {v: version, e: expiry, r: offloaded
+//	            reference} per channel of the namespace (see lifetimes.go)
 //
 // A payload is a map {type, data} inline, or {type, ref} when an Offloader
 // (s3offload in production) took the data because the item would have been
 // larger than its threshold (350 KB by default). The offloaded object is
 // always written before the item that points at it.
 //
+// Idempotency keys have a partition each, which no thread's can equal (see
+// ledger.go):
+//
+//	PK  <tenant>!~ledger!<key>!      SK  l!
+//
+// # Expiry
+//
+// A checkpoint and its writes carry their put's ExpiresAt. The blobs a put
+// brings live twice the checkpoint's remaining lifetime; a namespace's
+// lifetimes item records, per channel, how long its latest blob lives, and
+// each put updates it in its own transaction, conditioned on the entries of
+// the blobs it references unchanged, so that a blob that would expire
+// before the new checkpoint is extended by the next request (see
+// lifetimes.go). A blob thus outlives every checkpoint that references it
+// and is extended about once per lifetime. Every read hides expired items,
+// which DynamoDB deletes only within days. SetExpiry pins or refreshes a
+// checkpoint with its blobs and writes. Offloaded objects carry their
+// item's expiry as tags, extended with it, and the s3offload sweeper
+// deletes the objects of expired items.
+//
+// Puts to one namespace all update its lifetimes item, so concurrent puts
+// in one namespace contend (DynamoDB cancels one of two concurrent
+// transactions on an item, and the client retries it). LangGraph puts a
+// namespace's checkpoints one after the other; parallel branches and
+// subgraphs write to namespaces of their own.
+//
 // # Requests per operation
 //
-// Counted with Counter and pinned by the integration tests:
+// Counted with Counter and pinned by the integration tests
+// (TestRequestCounts, TestClaimRace, TestListNodesLongThread):
 //
-//	put_checkpoint  1 TransactWriteItems (checkpoint + up to 99 new blobs, 4 MB);
-//	                1 PutItem when there is no new blob
-//	put_writes      1 TransactWriteItems for up to 100 writes; 1 UpdateItem
-//	                or PutItem for a single write
+//	put_checkpoint  1 TransactWriteItems: the checkpoint, up to 98 new
+//	                blobs (4 MB) and the namespace's lifetimes item; 1
+//	                PutItem when it brings and references no blob. 2 when
+//	                a referenced blob must be extended (with an expiry:
+//	                about once per lifetime per unchanged channel; or once
+//	                when a thread's scope turns to forever); + 1
+//	                BatchGetItem when no lifetimes entry vouches for a
+//	                referenced blob (a fork). 1 more per 100 items beyond
+//	                the first; a put of 99 new blobs leaves their entries
+//	                out rather than take a second request
+//	put_writes      1 TransactWriteItems for up to 100 writes; 1 PutItem for
+//	                a single write; 1 more when some were stored already
+//	                (a replayed task)
 //	get_tuple       1 Query (the checkpoint with its writes, latest or by id)
 //	                + 1 BatchGetItem per 100 channel values
 //	list            1 Query per page in one namespace (thread and namespace
 //	                given); the whole thread when no namespace is given; a
 //	                table Scan when no thread is given; + 1 BatchGetItem per
 //	                100 values of the listed checkpoints
+//	list_nodes      1 Query per 1 MB page of the thread's checkpoints and
+//	                writes, projected on keys and node fields: no payload
+//	                leaves DynamoDB, though it counts items whole against
+//	                the page and the read units
 //	delete_thread   1 Query per 1 MB page + 1 BatchWriteItem per 25 items
+//	claim           1 UpdateItem, granted or not (a failed condition returns
+//	                the record); + 1 PutItem when the key's record expired
+//	                and DynamoDB has not deleted it yet
+//	complete, fail  1 UpdateItem
+//	set_expiry      1 Query + 1 BatchGetItem per 100 blobs (projected, no
+//	                payload) + 1 TransactWriteItems of the extensions and
+//	                the checkpoint (1 UpdateItem when only the checkpoint
+//	                changes); per offloaded payload extended, 1 S3
+//	                GetObjectTagging (+ 1 PutObjectTagging)
+//	offload_refs    1 Query per 1 MB page, projected (the sweeper's reads)
 //
 // Reads are strongly consistent: a put acknowledged by one service process
 // is visible to the next read on any other.
@@ -69,16 +124,17 @@
 // Transactions cost twice the write units, but they are the only way to
 // meet the contract in one request: BatchWriteItem takes neither conditions
 // nor updates, so it cannot insert a blob only if absent (it would replace a
-// stored value), and its items land independently, so the checkpoint must
-// go in a second request after the blobs for a crash never to expose a
-// checkpoint without its values. In AWS each request is a network round
-// trip (milliseconds, where the loopback measure above has none), so one
-// request beats two on latency. Insert-if-absent is an Update setting each
-// attribute with if_not_exists, which never fails, so a replayed blob or
-// write cannot cancel the transaction it shares. A chunk of one item goes
-// as a plain PutItem or UpdateItem, at half the units. BatchWriteItem is
-// kept for deletes and copies, where neither conditions nor atomicity
-// matter.
+// stored value) nor check the blobs a checkpoint references, and its items
+// land independently, so the checkpoint must go in a second request after
+// the blobs for a crash never to expose a checkpoint without its values. In
+// AWS each request is a network round trip (milliseconds, where the
+// loopback measure above has none), so one request beats two on latency.
+// Insert-if-absent is a Put conditioned on the item being absent or
+// expired (an expired item is absent to every reader); a blob or write
+// stored already fails the condition and cancels the transaction, which
+// goes again without it (a replay, rare). A chunk of one item goes as a
+// plain PutItem or UpdateItem, at half the units. BatchWriteItem is kept
+// for deletes and copies, where neither conditions nor atomicity matter.
 //
 // # Errors and retries
 //

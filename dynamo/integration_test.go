@@ -35,6 +35,38 @@ func TestStoreOffloadEverything(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) saver.Store { return st.Store })
 }
 
+// TestTree runs the tree contract on the shared table.
+func TestTree(t *testing.T) {
+	st := localstack.MustStore(t)
+	storetest.RunTree(t, func(t *testing.T) storetest.TreeStore { return st.Store })
+}
+
+// TestLedger runs the ledger contract on the shared table, each subtest on
+// a store value of its own driven by the subtest's clock.
+func TestLedger(t *testing.T) {
+	st := localstack.MustStore(t)
+	storetest.RunLedger(t, func(t *testing.T, now func() time.Time) storetest.LedgerStore {
+		return withClock(st.Store, now)
+	})
+}
+
+// withClock returns a store over s's table and offloader that reads the
+// time from now.
+func withClock(s *dynamo.Store, now func() time.Time) *dynamo.Store {
+	c := *s
+	c.Now = now
+	return &c
+}
+
+// TestExpiryContract runs the expiry contract on the shared table and
+// bucket, each subtest on a store value of its own driven by its clock.
+func TestExpiryContract(t *testing.T) {
+	st := localstack.MustStore(t)
+	storetest.RunExpiry(t, func(t *testing.T, now func() time.Time) storetest.ExpiryStore {
+		return withClock(st.Store, now)
+	})
+}
+
 // requests is a request count by operation, "" entries omitted.
 type requests map[string]int64
 
@@ -95,7 +127,8 @@ func TestRequestCounts(t *testing.T) {
 			}
 			storetest.MustPutCheckpoint(t, s, in)
 		}},
-		{"PutOneWrite", requests{"UpdateItem": 1}, func(t *testing.T) {
+		// An insert-if-absent-or-expired: a conditional PutItem.
+		{"PutOneWrite", requests{"PutItem": 1}, func(t *testing.T) {
 			storetest.MustPutWrites(t, s, storetest.At(ref, "0008"), storetest.NewWrite("t", 0, "ch", "w"))
 		}},
 		{"Put25Writes", requests{"TransactWriteItems": 1}, func(t *testing.T) {
@@ -143,6 +176,12 @@ func TestRequestCounts(t *testing.T) {
 				t.Fatalf("listed %d checkpoints, want 9", len(got))
 			}
 		}},
+		{"ListNodes", requests{"Query": 1}, func(t *testing.T) {
+			nodes := storetest.MustListNodes(t, s, ref.Tenant, ref.ThreadID)
+			if len(nodes) != 9 || !nodes[7].HasError || nodes[6].HasError {
+				t.Fatalf("nodes %+v, want 9 with an error on 0007", nodes)
+			}
+		}},
 		{"DeleteThread", requests{"Query": 1, "BatchWriteItem": 16}, func(t *testing.T) {
 			// 9 checkpoints, 5+1+25+100 writes, 5+5+99+150 blobs: 399 items, 25 a request.
 			if err := s.DeleteThread(t.Context(), ref.Tenant, ref.ThreadID); err != nil {
@@ -154,6 +193,174 @@ func TestRequestCounts(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			mustCount(t, st, tt.want, func() { tt.fn(t) })
 		})
+	}
+	for _, tt := range append(ledgerCounts(s), expiryCounts(s)...) {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.setup != nil {
+				tt.setup(t)
+			}
+			mustCount(t, st, tt.want, func() { tt.fn(t) })
+		})
+	}
+}
+
+// countTest is a case of TestRequestCounts: after setup, fn sends exactly
+// want.
+type countTest struct {
+	name  string
+	want  requests
+	fn    func(t *testing.T)
+	setup func(t *testing.T)
+}
+
+// ledgerCounts pins the requests of the ledger: a claim is one conditional
+// UpdateItem whether granted or not (a failed condition returns the record),
+// and two only when the record expired before DynamoDB deleted it.
+func ledgerCounts(s *dynamo.Store) []countTest {
+	clock := storetest.NewClock()
+	l := withClock(s, clock.Now)
+	in := storetest.NewClaim()
+	var holder *saver.Claim
+	claim := func(t *testing.T, state saver.ClaimState, attempt int) *saver.Claim {
+		t.Helper()
+		c := storetest.MustClaim(t, l, in)
+		if c.State != state || c.Attempt != attempt {
+			t.Fatalf("claim = %s, attempt %d; want %s, attempt %d", c.State, c.Attempt, state, attempt)
+		}
+		return c
+	}
+	return []countTest{
+		{name: "ClaimNew", want: requests{"UpdateItem": 1}, fn: func(t *testing.T) { holder = claim(t, saver.ClaimClaimed, 1) }},
+		{name: "ClaimInProgress", want: requests{"UpdateItem": 1}, fn: func(t *testing.T) { claim(t, saver.ClaimInProgress, 1) }},
+		{name: "ClaimTakeOver", want: requests{"UpdateItem": 1}, fn: func(t *testing.T) {
+			clock.Advance(in.Lease)
+			holder = claim(t, saver.ClaimClaimed, 2)
+		}},
+		{name: "Complete", want: requests{"UpdateItem": 1}, fn: func(t *testing.T) {
+			storetest.MustComplete(t, l, in.Tenant, in.Key, holder.Token, storetest.Result("done"))
+		}},
+		{name: "CompleteAgain", want: requests{"UpdateItem": 1}, fn: func(t *testing.T) {
+			storetest.MustComplete(t, l, in.Tenant, in.Key, holder.Token, storetest.Result("done"))
+		}},
+		{name: "ClaimCompleted", want: requests{"UpdateItem": 1}, fn: func(t *testing.T) { claim(t, saver.ClaimCompleted, 2) }},
+		{name: "ClaimExpiredKey", want: requests{"UpdateItem": 1, "PutItem": 1}, fn: func(t *testing.T) {
+			clock.Advance(in.TTL)
+			claim(t, saver.ClaimClaimed, 1)
+		}},
+	}
+}
+
+// expiryCounts pins the requests of puts in a session thread (lifetime one
+// hour) whose scope then turns to forever, of puts with the default policy
+// (no expiry anywhere) that reference blobs, of replayed writes and of
+// SetExpiry.
+func expiryCounts(s *dynamo.Store) []countTest {
+	clock := storetest.NewClock()
+	e := withClock(s, clock.Now)
+	t0 := clock.Now()
+	ref := storetest.NewRef()
+	// put puts checkpoint id of ref with parent, expiring at exp, that
+	// references the channels of refs and brings new blobs of channels.
+	put := func(t *testing.T, id, parent string, exp int64, refs map[string]string, channels ...string) saver.PutCheckpoint {
+		t.Helper()
+		in := storetest.Expiring(storetest.NewCheckpoint(ref, id), exp)
+		in.ParentID = parent
+		maps.Copy(in.ChannelVersions, refs)
+		for _, ch := range channels {
+			storetest.SetChannel(&in, ch, id, ch+"@"+id)
+		}
+		storetest.MustPutCheckpoint(t, e, in)
+		return in
+	}
+	session := func(since time.Duration) int64 { return t0.Add(since + time.Hour).Unix() }
+	a1 := map[string]string{"a": "0001"}
+	a1b3 := map[string]string{"a": "0001", "b": "0003"}
+	w := storetest.NewWrite("t", 0, "ch", "w")
+	return []countTest{
+		// New blobs live twice the checkpoint's remaining hour: until t0+2h.
+		{name: "PutSessionNewBlobs", want: requests{"TransactWriteItems": 1}, fn: func(t *testing.T) {
+			put(t, "0001", "", session(0), nil, "a", "b")
+			mustBlobExpiry(t, s, ref, "a", "0001", session(time.Hour))
+		}},
+		{name: "PutSessionChecks", want: requests{"TransactWriteItems": 1}, fn: func(t *testing.T) {
+			clock.Advance(30 * time.Minute)
+			put(t, "0002", "0001", session(30*time.Minute), a1, "b")
+		}},
+		// a@0001 would expire before the new checkpoint: its lifetimes
+		// entry fails the condition and the second request extends it by
+		// twice the remaining hour.
+		{name: "PutSessionExtends", want: requests{"TransactWriteItems": 2}, fn: func(t *testing.T) {
+			clock.Advance(40 * time.Minute)
+			put(t, "0003", "0002", session(70*time.Minute), a1, "b")
+			mustBlobExpiry(t, s, ref, "a", "0001", session(130*time.Minute))
+		}},
+		{name: "PutSessionNoNewBlob", want: requests{"TransactWriteItems": 1}, fn: func(t *testing.T) {
+			clock.Advance(10 * time.Minute)
+			put(t, "0004", "0003", session(80*time.Minute), a1b3)
+		}},
+		// The scope turns to forever: the lifetimes entries say the blobs
+		// expire, and the second request makes them never expire.
+		{name: "PutForeverAfterSession", want: requests{"TransactWriteItems": 2}, fn: func(t *testing.T) {
+			put(t, "0005", "0004", 0, a1b3, "c")
+			mustBlobExpiry(t, s, ref, "a", "0001", 0)
+			mustBlobExpiry(t, s, ref, "b", "0003", 0)
+		}},
+		{name: "PutDefaultOldChannels", want: requests{"TransactWriteItems": 1}, fn: func(t *testing.T) {
+			put(t, "0006", "0005", 0, map[string]string{"a": "0001", "b": "0003", "c": "0005"}, "d")
+		}},
+		{name: "PutDefaultOldChannelsNoNewBlob", want: requests{"TransactWriteItems": 1}, fn: func(t *testing.T) {
+			put(t, "0007", "0006", 0, map[string]string{"a": "0001", "b": "0003", "c": "0005", "d": "0006"})
+		}},
+		// A fork from 0002 references b@0002, whose entry the lifetimes item
+		// no longer has (b@0003 replaced it): the put reads it, makes it
+		// never expire and records it.
+		{name: "PutForkReadsBlob", want: requests{"TransactWriteItems": 2, "BatchGetItem": 1}, fn: func(t *testing.T) {
+			put(t, "0002.1", "0002", 0, map[string]string{"a": "0001", "b": "0002"}, "e")
+			mustBlobExpiry(t, s, ref, "b", "0002", 0)
+		}},
+		{name: "PutWriteReplayed", want: requests{"PutItem": 1}, fn: func(t *testing.T) {
+			storetest.MustPutWrites(t, e, storetest.At(ref, "0007"), w)
+		}, setup: func(t *testing.T) {
+			storetest.MustPutWrites(t, e, storetest.At(ref, "0007"), w)
+		}},
+		// The transaction fails on the replayed write; the other goes alone.
+		{name: "PutWritesOneReplayed", want: requests{"TransactWriteItems": 1, "PutItem": 1}, fn: func(t *testing.T) {
+			storetest.MustPutWrites(t, e, storetest.At(ref, "0007"), w, storetest.NewWrite("t", 1, "ch", "w1"))
+		}},
+		// 0004's blobs never expire by now; its write is extended with it.
+		{name: "SetExpiryPin", want: requests{"Query": 1, "BatchGetItem": 1, "TransactWriteItems": 1}, fn: func(t *testing.T) {
+			storetest.MustSetExpiry(t, e, storetest.At(ref, "0004"), 0)
+		}, setup: func(t *testing.T) {
+			storetest.MustPutExpiringWrites(t, e, storetest.At(ref, "0004"), session(80*time.Minute), w)
+		}},
+		{name: "SetExpiryCheckpointOnly", want: requests{"Query": 1, "BatchGetItem": 1, "UpdateItem": 1}, fn: func(t *testing.T) {
+			storetest.MustSetExpiry(t, e, storetest.At(ref, "0006"), session(time.Hour))
+		}},
+	}
+}
+
+// mustBlobExpiry checks the expiry stored on a blob's item (0: none).
+func mustBlobExpiry(t *testing.T, s *dynamo.Store, ref saver.CheckpointRef, channel, version string, want int64) {
+	t.Helper()
+	mustExpiry(t, s, dynamo.BlobItemKey(ref.Tenant, ref.ThreadID, ref.NS, channel, version), want)
+}
+
+// mustExpiry checks the expiry stored on an item (0: none), read with a
+// client of its own so that request counts stay the store's.
+func mustExpiry(t *testing.T, s *dynamo.Store, key map[string]types.AttributeValue, want int64) {
+	t.Helper()
+	out, err := dynamodb.NewFromConfig(localstack.MustConfig(t)).GetItem(t.Context(), &dynamodb.GetItemInput{
+		TableName: ptr(s.Table()), Key: key, ConsistentRead: ptr(true),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Item == nil {
+		t.Fatalf("no item %v", key)
+	}
+	got, ok := out.Item[dynamo.AttrExpiresAt].(*types.AttributeValueMemberN)
+	if ok != (want != 0) || (ok && got.Value != fmt.Sprint(want)) {
+		t.Fatalf("item %v expires at %v, want %d", key["SK"], out.Item[dynamo.AttrExpiresAt], want)
 	}
 }
 
@@ -306,7 +513,9 @@ func TestExpiry(t *testing.T) {
 		t.Fatalf("TTL = %+v, want enabled on %s", d, dynamo.AttrExpiresAt)
 	}
 
-	expiry := time.Now().Add(time.Hour)
+	now := time.Now().Truncate(time.Second)
+	s.Now = func() time.Time { return now }
+	expiry := now.Add(time.Hour)
 	ref := storetest.NewRef()
 	in := storetest.NewCheckpoint(ref, "1")
 	in.ExpiresAt, in.Scope = expiry.Unix(), saver.ScopeSession
@@ -321,8 +530,14 @@ func TestExpiry(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, it := range out.Items {
-		if n, ok := it[dynamo.AttrExpiresAt].(*types.AttributeValueMemberN); !ok || n.Value != fmt.Sprint(expiry.Unix()) {
-			t.Fatalf("item %v has expires_at %v, want %d", it["SK"], it[dynamo.AttrExpiresAt], expiry.Unix())
+		want := expiry.Unix()
+		if kind := it["kind"].(*types.AttributeValueMemberS).Value; kind == "blob" || kind == "lifetimes" {
+			// A new blob lives twice its checkpoint's remaining lifetime,
+			// and the namespace's lifetimes item as long as its blobs.
+			want += 3600
+		}
+		if n, ok := it[dynamo.AttrExpiresAt].(*types.AttributeValueMemberN); !ok || n.Value != fmt.Sprint(want) {
+			t.Fatalf("item %v has expires_at %v, want %d", it["SK"], it[dynamo.AttrExpiresAt], want)
 		}
 	}
 	storetest.MustEqualTuple(t, storetest.MustGetTuple(t, s, ref), storetest.WantTuple(in, w.Writes...))

@@ -3,6 +3,7 @@ package dynamo
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"sync"
 
@@ -27,6 +28,9 @@ const (
 	attrVersions  = "channel_versions"
 	attrRunID     = "run_id"
 	attrScope     = "scope"
+	attrSource    = "source"
+	attrStep      = "step"
+	attrParents   = "parents"
 	attrTaskID    = "task_id"
 	attrTaskPath  = "task_path"
 	attrIdx       = "idx"
@@ -48,6 +52,7 @@ const (
 	itemCheckpoint = "checkpoint"
 	itemWrite      = "write"
 	itemBlob       = "blob"
+	itemLedger     = "ledger"
 )
 
 // MaxItemBytes is DynamoDB's item size limit (400 KiB, attribute names included).
@@ -138,9 +143,19 @@ func (s *Store) checkpointItem(ctx context.Context, cp *saver.Checkpoint, exp in
 	if cp.Scope != "" {
 		it[attrScope] = attrS(string(cp.Scope))
 	}
-	// run_id is kept apart so that delete_for_runs can filter on it.
+	// run_id is kept apart so that delete_for_runs can filter on it, and
+	// the node fields so that tree queries read them without the metadata.
 	if run, ok := cp.Metadata["run_id"].(string); ok {
 		it[attrRunID] = attrS(run)
+	}
+	if source, ok := cp.Metadata["source"].(string); ok {
+		it[attrSource] = attrS(source)
+	}
+	if step, ok := nodeStep(cp.Metadata["step"]); ok {
+		it[attrStep] = attrN(step)
+	}
+	if parents := nodeParents(cp.Metadata["parents"]); len(parents) > 0 {
+		it[attrParents] = &types.AttributeValueMemberM{Value: parents}
 	}
 	if exp != 0 {
 		it[attrExpiresAt] = attrN(exp)
@@ -149,6 +164,32 @@ func (s *Store) checkpointItem(ctx context.Context, cp *saver.Checkpoint, exp in
 		return nil, err
 	}
 	return it, nil
+}
+
+// nodeStep returns a metadata step as an integer: a float is truncated
+// toward zero; other types, and floats out of range, have none.
+func nodeStep(v any) (int64, bool) {
+	switch v := v.(type) {
+	case int64:
+		return v, true
+	case float64:
+		if v >= math.MinInt64 && v < math.MaxInt64 {
+			return int64(v), true
+		}
+	}
+	return 0, false
+}
+
+// nodeParents returns the string entries of a metadata parents map.
+func nodeParents(v any) item {
+	m, _ := v.(map[string]any)
+	out := item{}
+	for ns, id := range m {
+		if id, ok := id.(string); ok {
+			out[ns] = attrS(id)
+		}
+	}
+	return out
 }
 
 // writeItem returns the item of a pending write against ref.

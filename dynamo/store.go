@@ -46,15 +46,21 @@ type Offloader interface {
 	Delete(ctx context.Context, refs []string) error
 	// DeleteThread removes all the data stored for a thread.
 	DeleteThread(ctx context.Context, tenant, threadID string) error
+	// Retag records that ref's data must live until expiresAt at least (0:
+	// never), when its item's expiry is extended. It never shortens what
+	// the data was given: data may be shared by items of one thread.
+	Retag(ctx context.Context, ref string, expiresAt int64) error
 }
 
-// Store is a saver.Store on one DynamoDB table. See the package doc for the
-// item layout. Its methods are safe for concurrent use.
+// Store is a saver.Store, saver.TreeStore, saver.Ledger and saver.Expirer
+// on one DynamoDB table. See the package doc for the item layout. Its
+// methods are safe for concurrent use.
 type Store struct {
 	// Offload, when set, takes payloads that would make an item larger than
 	// it allows. Without it such a put fails with ETOOLARGE.
 	Offload Offloader
-	// Now is the clock used to hide expired items.
+	// Now is the clock of expiry (hiding expired items, extending blobs)
+	// and of the idempotency ledger's leases and records.
 	Now func() time.Time
 	// FirstPage is the Limit of the first Query page when looking for the
 	// latest checkpoint: large enough to hold a checkpoint and its writes,

@@ -49,7 +49,7 @@ var keyAttrs = []string{attrPK, attrSK, attrKind}
 // first, then writes, then blobs: a crash part-way leaves writes or blobs no
 // checkpoint shows, never a checkpoint whose values are gone.
 func (s *Store) deleteItems(ctx context.Context, items []item) error {
-	rank := map[string]int{itemCheckpoint: 0, itemWrite: 1, itemBlob: 2}
+	rank := map[string]int{itemCheckpoint: 0, itemWrite: 1, itemBlob: 2, itemLifetimes: 3}
 	items = slices.Clone(items)
 	slices.SortStableFunc(items, func(a, b item) int { return rank[getS(a, attrKind)] - rank[getS(b, attrKind)] })
 	reqs := make([]types.WriteRequest, len(items))
@@ -177,9 +177,10 @@ func (s *Store) copyThread(ctx context.Context, tenant, src, dst string) error {
 }
 
 // Prune deletes the threads (PruneDelete) or, for PruneKeepLatest, reads
-// each thread whole and deletes everything but the newest checkpoint of each
-// namespace, its writes and the blobs it points at; then the offloaded
-// payloads only the deleted items pointed at.
+// each thread whole and deletes everything but the newest live checkpoint
+// of each namespace, its writes, the blobs it points at and the
+// namespace's blob lifetimes; then the offloaded payloads only the deleted
+// items pointed at.
 func (s *Store) Prune(ctx context.Context, tenant string, threadIDs []string, strategy saver.PruneStrategy) error {
 	for _, id := range threadIDs {
 		var err error
@@ -239,7 +240,7 @@ func (s *Store) keepLatest(ctx context.Context, tenant, threadID string) error {
 		if getS(it, attrKind) == itemWrite && latest[getS(it, attrNS)] == getS(it, attrID) {
 			keep[sk] = true // ids are never empty, so the namespace has a checkpoint
 		}
-		if keep[sk] {
+		if keep[sk] || getS(it, attrKind) == itemLifetimes {
 			for _, r := range refs(it) {
 				kept[r] = true
 			}
@@ -259,17 +260,30 @@ func (s *Store) keepLatest(ctx context.Context, tenant, threadID string) error {
 	return nil
 }
 
-// OffloadRefs returns the offloaded payload references a thread's items
-// hold, expired items included (their data lives until the items are
-// gone). The s3offload sweeper calls it to know which objects are live.
+// OffloadRefs returns the offloaded payload references the thread's live
+// items hold. The s3offload sweeper calls it to know which objects are live:
+// an object only expired items point at is swept like an orphan (reads hide
+// those items, so nothing reads the object again). One Query per 1 MB page,
+// projected on the references and expiries.
 func (s *Store) OffloadRefs(ctx context.Context, tenant, threadID string) ([]string, error) {
-	items, err := s.threadItems(ctx, tenant, threadID, attrBody, attrValue)
+	e := newExpr("p")
+	e.text = strings.Join([]string{e.path(attrBody, payloadRef), e.path(attrValue, payloadRef), e.name(attrExpiresAt)}, ", ")
+	var out []string
+	err := s.query(ctx, &dynamodb.QueryInput{
+		KeyConditionExpression:    ptr("PK = :pk"),
+		ExpressionAttributeValues: item{":pk": attrS(partitionKey(tenant, threadID))},
+		ExpressionAttributeNames:  e.names,
+		ProjectionExpression:      &e.text,
+	}, func(items []item) bool {
+		for _, it := range items {
+			if !s.expired(getN(it, attrExpiresAt)) {
+				out = append(out, refs(it)...)
+			}
+		}
+		return true
+	})
 	if err != nil {
 		return nil, fmt.Errorf("dynamo: offload refs of thread %s: %w", threadID, err)
-	}
-	var out []string
-	for _, it := range items {
-		out = append(out, refs(it)...)
 	}
 	return out, nil
 }

@@ -9,7 +9,9 @@
 //
 // Objects whose item expires are tagged "expires-at" (epoch seconds) and
 // "ttl-days" (days from the write, rounded up), so a bucket lifecycle rule
-// filtered on ttl-days can remove them even if no sweeper runs.
+// filtered on ttl-days can remove them even if no sweeper runs. When an
+// item's expiry is extended its object's tags are too (Retag), never
+// shortened.
 package s3offload
 
 import (
@@ -33,6 +35,9 @@ type S3API interface {
 	DeleteObjects(ctx context.Context, in *s3.DeleteObjectsInput, optFns ...func(*s3.Options)) (*s3.DeleteObjectsOutput, error)
 	ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, optFns ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
 	HeadBucket(ctx context.Context, in *s3.HeadBucketInput, optFns ...func(*s3.Options)) (*s3.HeadBucketOutput, error)
+	GetObjectTagging(ctx context.Context, in *s3.GetObjectTaggingInput, optFns ...func(*s3.Options)) (*s3.GetObjectTaggingOutput, error)
+	PutObjectTagging(ctx context.Context, in *s3.PutObjectTaggingInput, optFns ...func(*s3.Options)) (*s3.PutObjectTaggingOutput, error)
+	DeleteObjectTagging(ctx context.Context, in *s3.DeleteObjectTaggingInput, optFns ...func(*s3.Options)) (*s3.DeleteObjectTaggingOutput, error)
 }
 
 // DefaultThreshold is the item size above which payloads go to S3: 350 KB,
@@ -146,6 +151,47 @@ func (s *Store) Copy(ctx context.Context, ref, tenant, threadID string, expiresA
 	return key, nil
 }
 
+// Retag extends the expiry tags of an object whose item now lives until
+// expiresAt (0: never): one GetObjectTagging, then a PutObjectTagging (or
+// DeleteObjectTagging, for never) only if the object's tags say it may go
+// sooner. It never shortens them, since objects are content-addressed and
+// may be shared by items of the thread. ttl-days counts from the start of
+// the object's period, before its write, so a lifecycle rule on it never
+// removes the object before expiresAt.
+func (s *Store) Retag(ctx context.Context, ref string, expiresAt int64) error {
+	name, ok := s.parseKey(ref)
+	if !ok {
+		return fmt.Errorf("s3offload: retag %q: not a key of this store", ref)
+	}
+	out, err := s.s3.GetObjectTagging(ctx, &s3.GetObjectTaggingInput{Bucket: &s.bucket, Key: &ref})
+	if err != nil {
+		return fmt.Errorf("s3offload: retag %s: %w", ref, translate(err))
+	}
+	current := int64(0) // untagged: never expires
+	for _, t := range out.TagSet {
+		if deref(t.Key) == tagExpiresAt {
+			current, _ = strconv.ParseInt(deref(t.Value), 10, 64)
+		}
+	}
+	if current == 0 || (expiresAt != 0 && expiresAt <= current) {
+		return nil
+	}
+	if expiresAt == 0 {
+		_, err = s.s3.DeleteObjectTagging(ctx, &s3.DeleteObjectTaggingInput{Bucket: &s.bucket, Key: &ref})
+	} else {
+		t := tags(expiresAt, name.period)
+		set := []types.Tag{
+			{Key: ptr(tagExpiresAt), Value: ptr(t.Get(tagExpiresAt))},
+			{Key: ptr(tagTTLDays), Value: ptr(t.Get(tagTTLDays))},
+		}
+		_, err = s.s3.PutObjectTagging(ctx, &s3.PutObjectTaggingInput{Bucket: &s.bucket, Key: &ref, Tagging: &types.Tagging{TagSet: set}})
+	}
+	if err != nil {
+		return fmt.Errorf("s3offload: retag %s: %w", ref, translate(err))
+	}
+	return nil
+}
+
 // Delete removes objects, 1,000 per request. Missing ones are not an error.
 func (s *Store) Delete(ctx context.Context, refs []string) error {
 	for start := 0; start < len(refs); start += maxDeleteObjects {
@@ -203,17 +249,29 @@ func (s *Store) list(ctx context.Context, prefix string, fn func(types.Object)) 
 	}
 }
 
+// Object tags.
+const (
+	tagExpiresAt = "expires-at"
+	tagTTLDays   = "ttl-days"
+)
+
 // tagging returns the object tags for an item expiring at expiresAt (epoch
 // seconds, 0 for never), in the URL-encoded form S3 takes.
 func tagging(expiresAt int64, now time.Time) string {
 	if expiresAt == 0 {
 		return ""
 	}
-	days := max(1, (expiresAt-now.Unix()+86399)/86400)
+	return tags(expiresAt, now).Encode()
+}
+
+// tags returns the tags of an object written at written for an item
+// expiring at expiresAt (not 0): ttl-days is counted from written.
+func tags(expiresAt int64, written time.Time) url.Values {
+	days := max(1, (expiresAt-written.Unix()+86399)/86400)
 	return url.Values{
-		"expires-at": {strconv.FormatInt(expiresAt, 10)},
-		"ttl-days":   {strconv.FormatInt(days, 10)},
-	}.Encode()
+		tagExpiresAt: {strconv.FormatInt(expiresAt, 10)},
+		tagTTLDays:   {strconv.FormatInt(days, 10)},
+	}
 }
 
 // escapeKey URL-encodes a key for CopySource, keeping its slashes.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/url"
 	"slices"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/saver-dev/saver"
 )
@@ -105,6 +107,49 @@ func (f *fakeS3) HeadBucket(context.Context, *s3.HeadBucketInput, ...func(*s3.Op
 	return &s3.HeadBucketOutput{}, nil
 }
 
+func (f *fakeS3) GetObjectTagging(_ context.Context, in *s3.GetObjectTaggingInput, _ ...func(*s3.Options)) (*s3.GetObjectTaggingOutput, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	o, ok := f.objects[*in.Key]
+	if !ok {
+		return nil, &types.NoSuchKey{}
+	}
+	values, _ := url.ParseQuery(o.tagging)
+	out := &s3.GetObjectTaggingOutput{}
+	for k := range values {
+		out.TagSet = append(out.TagSet, types.Tag{Key: ptr(k), Value: ptr(values.Get(k))})
+	}
+	return out, nil
+}
+
+func (f *fakeS3) PutObjectTagging(_ context.Context, in *s3.PutObjectTaggingInput, _ ...func(*s3.Options)) (*s3.PutObjectTaggingOutput, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	o, ok := f.objects[*in.Key]
+	if !ok {
+		return nil, &types.NoSuchKey{}
+	}
+	values := url.Values{}
+	for _, t := range in.Tagging.TagSet {
+		values.Set(*t.Key, *t.Value)
+	}
+	o.tagging = values.Encode()
+	f.objects[*in.Key] = o
+	return &s3.PutObjectTaggingOutput{}, nil
+}
+
+func (f *fakeS3) DeleteObjectTagging(_ context.Context, in *s3.DeleteObjectTaggingInput, _ ...func(*s3.Options)) (*s3.DeleteObjectTaggingOutput, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	o, ok := f.objects[*in.Key]
+	if !ok {
+		return nil, &types.NoSuchKey{}
+	}
+	o.tagging = ""
+	f.objects[*in.Key] = o
+	return &s3.DeleteObjectTaggingOutput{}, nil
+}
+
 func (f *fakeS3) keys() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -178,6 +223,51 @@ func TestOffloadTags(t *testing.T) {
 	ref, _ = s.Offload(t.Context(), "t", "th", []byte("y"), DefaultThreshold+1, 0)
 	if f.objects[ref].tagging != "" {
 		t.Fatalf("object without expiry tagged %q", f.objects[ref].tagging)
+	}
+}
+
+// TestRetag extends an object's expiry tags and checks that they only ever
+// grow: a later expiry replaces them, an earlier one does not, never (0)
+// removes them, and an untagged object stays untagged.
+func TestRetag(t *testing.T) {
+	s, f, c := newTestStore()
+	ctx := t.Context()
+	written := c.Now()
+	period := written.Truncate(time.Hour).Unix() // 10:00, the object's period
+	exp := written.Unix() + 3600
+	ref, err := s.Offload(ctx, "t", "th", []byte("payload"), 1<<30, exp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tagsOf := func() url.Values {
+		t.Helper()
+		v, err := url.ParseQuery(f.objects[ref].tagging)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	c.Add(48 * time.Hour) // retags happen long after the write
+	steps := []struct {
+		name      string
+		expiresAt int64
+		want      url.Values
+	}{
+		{"Later", period + 3*86400 + 1, url.Values{"expires-at": {fmt.Sprint(period + 3*86400 + 1)}, "ttl-days": {"4"}}},
+		{"Earlier", exp, url.Values{"expires-at": {fmt.Sprint(period + 3*86400 + 1)}, "ttl-days": {"4"}}},
+		{"Never", 0, url.Values{}},
+		{"AfterNever", period + 10*86400, url.Values{}},
+	}
+	for _, st := range steps {
+		if err := s.Retag(ctx, ref, st.expiresAt); err != nil {
+			t.Fatalf("%s: Retag: %v", st.name, err)
+		}
+		if got := tagsOf(); !cmp.Equal(got, st.want) {
+			t.Fatalf("%s: tags %v, want %v", st.name, got, st.want)
+		}
+	}
+	if err := s.Retag(ctx, "other/x", 1); err == nil {
+		t.Fatal("Retag of a foreign key succeeded")
 	}
 }
 

@@ -8,15 +8,20 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 )
 
-// Referrer tells which objects a thread's items point at. dynamo.Store
-// implements it (OffloadRefs); cmd/saver wires the two together.
+// Referrer tells which objects a thread's live items point at: items that
+// expired do not count, whether or not DynamoDB has deleted them yet.
+// dynamo.Store implements it (OffloadRefs); cmd/saver wires the two
+// together.
 type Referrer interface {
 	OffloadRefs(ctx context.Context, tenant, threadID string) ([]string, error)
 }
 
-// Sweeper deletes objects that no item points at: orphans of puts that
+// Sweeper deletes objects that no live item points at: orphans of puts that
 // crashed between the object and the item, payloads replaced by a re-put,
-// and objects of items that DynamoDB's TTL deleted.
+// and objects of items that expired, so that an object outlives its item by
+// no more than the sweeper's period (and grace). Expired items are never
+// brought back to life (a put or a pin finds them absent), so an object
+// only expired items point at is garbage for good.
 type Sweeper struct {
 	store *Store
 	refs  Referrer

@@ -1,0 +1,188 @@
+package dynamo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/saver-dev/saver"
+)
+
+var _ saver.Expirer = (*Store)(nil)
+
+// SetExpiry sets a checkpoint's expiry and extends its blobs and writes to
+// it (never shortening one, never bringing back one that expired): a Query
+// for the checkpoint and its writes (projected: keys, expiries, versions and
+// offloaded references, no payload), a BatchGetItem per 100 of its blobs
+// (projected the same way), then one TransactWriteItems of the extensions,
+// each conditioned on the expiry it was read with, and the checkpoint last,
+// conditioned on its not having expired; a single UpdateItem when only the
+// checkpoint changes. Offloaded payloads are retagged before their items
+// are extended.
+//
+// Returns ENOTFOUND if the checkpoint does not exist or has expired.
+func (s *Store) SetExpiry(ctx context.Context, ref saver.CheckpointRef, expiresAt int64) error {
+	if err := s.setExpiry(ctx, ref, expiresAt); err != nil {
+		return fmt.Errorf("dynamo: set expiry of checkpoint %s: %w", ref.ID, err)
+	}
+	return nil
+}
+
+func (s *Store) setExpiry(ctx context.Context, ref saver.CheckpointRef, exp int64) error {
+	now := s.Now()
+	pk := partitionKey(ref.Tenant, ref.ThreadID)
+	cpKey := item{attrPK: attrS(pk), attrSK: attrS(checkpointKey(ref.NS, ref.ID))}
+	notFound := saver.Errorf(saver.ENOTFOUND, "Checkpoint %s not found.", ref.ID)
+
+	proj := newExpr("p")
+	proj.text = strings.Join([]string{
+		proj.name(attrPK), proj.name(attrSK), proj.name(attrKind), proj.name(attrExpiresAt), proj.name(attrVersions),
+		proj.path(attrBody, payloadRef), proj.path(attrValue, payloadRef),
+	}, ", ")
+	var (
+		cp    item
+		items []item // the writes, then the blobs
+	)
+	err := s.query(ctx, &dynamodb.QueryInput{
+		KeyConditionExpression:    ptr("PK = :pk AND begins_with(SK, :sk)"),
+		ExpressionAttributeValues: item{":pk": cpKey[attrPK], ":sk": cpKey[attrSK]},
+		ExpressionAttributeNames:  proj.names,
+		ProjectionExpression:      &proj.text,
+	}, func(page []item) bool {
+		for _, it := range page {
+			switch getS(it, attrKind) {
+			case itemCheckpoint:
+				cp = it
+			case itemWrite:
+				items = append(items, it)
+			}
+		}
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	if cp == nil || s.expired(getN(cp, attrExpiresAt)) {
+		return notFound
+	}
+	var keys []item
+	lkey := lifetimesKey(pk, ref.NS)
+	bproj := newExpr("p")
+	fields := []string{bproj.name(attrPK), bproj.name(attrSK), bproj.name(attrExpiresAt), bproj.name(attrChannel), bproj.name(attrVersion), bproj.path(attrValue, payloadRef)}
+	if m, ok := cp[attrVersions].(*types.AttributeValueMemberM); ok {
+		for ch, v := range m.Value {
+			if v, ok := v.(*types.AttributeValueMemberS); ok {
+				keys = append(keys, item{attrPK: attrS(pk), attrSK: attrS(blobKey(ref.NS, ch, v.Value))})
+				fields = append(fields, bproj.name(entryPrefix+ch))
+			}
+		}
+	}
+	bproj.text = strings.Join(fields, ", ")
+	found, err := s.batchGet(ctx, append(keys, lkey), bproj)
+	if err != nil {
+		return err
+	}
+	var lifetimes item
+	for _, it := range found {
+		if getS(it, attrSK) == getS(lkey, attrSK) {
+			lifetimes = it
+		} else {
+			items = append(items, it)
+		}
+	}
+
+	// extend returns the expiry to give an item stored with old, if any.
+	extend := func(old item) (from int64, ok bool) {
+		from, expires := expiryOf(old)
+		if old == nil || !expires || s.expired(from) || (exp != 0 && from >= exp) {
+			return 0, false
+		}
+		return from, true
+	}
+	plan := map[string]int64{}   // sort key -> expiry the item is extended from
+	extKeys := map[string]item{} // sort key -> primary key
+	var entries []string         // updates of the lifetimes entries of the blobs extended
+	u := newExpr("u")
+	for _, it := range items {
+		from, ok := extend(it)
+		if !ok {
+			continue
+		}
+		for _, ref := range refs(it) {
+			if err := s.retag(ctx, ref, exp); err != nil {
+				return err
+			}
+		}
+		sk := getS(it, attrSK)
+		plan[sk], extKeys[sk] = from, keyOf(it)
+		if ch, v := getS(it, attrChannel), getS(it, attrVersion); lifetimes != nil && getS(it, attrKind) != itemWrite && ch != "" {
+			if e, ok := entry(lifetimes, ch); !ok || e.version == v {
+				entries = append(entries, u.name(entryPrefix+ch)+" = "+u.value(entryValue(blobRef{version: v, ref: valueRef(it)}, exp)))
+			}
+		}
+	}
+	for _, ref := range refs(cp) {
+		if err := s.retag(ctx, ref, exp); err != nil {
+			return err
+		}
+	}
+	c := newExpr("c")
+	c.text = fmt.Sprintf("attribute_exists(%s) AND (attribute_not_exists(%s) OR %s > %s)",
+		c.name(attrPK), c.name(attrExpiresAt), c.name(attrExpiresAt), c.value(attrN(now.Unix())))
+	cpOp := writeOp{item: cpKey, set: expirySet(exp), cond: c}
+	// The entries of the blobs extended say so, where the lifetimes item
+	// has them at the same version (or not at all), so that the next puts
+	// need not find out.
+	var lifetimesOp *writeOp
+	if len(entries) > 0 {
+		lc := newExpr("l")
+		lc.text = "attribute_exists(" + lc.name(attrPK) + ")"
+		u.text = "SET " + strings.Join(entries, ", ")
+		lifetimesOp = &writeOp{item: lkey, set: u, cond: lc}
+	}
+
+	for round := 1; ; round++ {
+		sks := make([]string, 0, len(plan))
+		for sk := range plan {
+			sks = append(sks, sk)
+		}
+		slices.Sort(sks)
+		var ops []writeOp
+		if lifetimesOp != nil {
+			ops = append(ops, *lifetimesOp)
+		}
+		first := len(ops) // index of the first extension
+		for _, sk := range sks {
+			ops = append(ops, extendOp(extKeys[sk], plan[sk], exp))
+		}
+		ops = append(ops, cpOp)
+		err := s.transact(ctx, ops)
+		var cf *condFailed
+		if !errors.As(err, &cf) {
+			return err
+		}
+		if round == maxPutRounds {
+			return fmt.Errorf("%w: %w", saver.Errorf(saver.EUNAVAILABLE, "The checkpoint's items kept changing; retry."), err)
+		}
+		for i, old := range cf.items {
+			switch {
+			case i == len(ops)-1:
+				return notFound
+			case i < first:
+				lifetimesOp = nil // gone: nothing to keep in step
+			default:
+				sk := sks[i-first]
+				if from, ok := extend(old); ok {
+					plan[sk] = from
+				} else {
+					delete(plan, sk)
+				}
+			}
+		}
+	}
+}

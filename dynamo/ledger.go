@@ -1,0 +1,356 @@
+package dynamo
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/saver-dev/saver"
+)
+
+var _ saver.Ledger = (*Store)(nil)
+
+// Ledger records live in the store's table, one item per key in a partition
+// of its own:
+//
+//	PK  <tenant>!~ledger!<key>!
+//	SK  l!
+//
+// A thread's partition key has two parts and a ledger key's three, and no
+// part holds the separator, so no thread id can name a ledger partition and
+// thread operations (which work by partition) never touch the ledger.
+//
+// Attributes: kind ("ledger"), state, token, attempt, lease_expires_ms (the
+// holder's lease, epoch milliseconds, while claimed), ttl_s (the claim's TTL
+// in seconds), expires_at (the record's expiry, epoch seconds: the table's
+// TTL attribute), result ({type, data}, completed) and error ({message,
+// retryable}, failed, and kept across a retry so the next holder sees it).
+//
+// Record expiry has DynamoDB TTL's resolution: a record expires TTL after its
+// last change rounded up to the second, and is hidden from then on whether
+// or not DynamoDB has deleted it yet.
+const (
+	ledgerPart = "~ledger"
+	kindLedger = "l"
+
+	attrState     = "state"
+	attrToken     = "token"
+	attrAttempt   = "attempt"
+	attrLease     = "lease_expires_ms"
+	attrTTL       = "ttl_s"
+	attrResult    = "result"
+	attrError     = "error"
+	errorMessage  = "message"
+	errorRetry    = "retryable"
+	maxLedgerPart = 900 // keeps the partition key under DynamoDB's 2,048 bytes
+)
+
+// MaxResultBytes bounds a completed key's result (type and data). Results
+// stay inline in the ledger item, so that a claim that finds its key
+// completed costs one request and the ledger needs no offloaded objects of
+// its own (those are per thread); a result is what a side effect returned (a
+// charge id, a receipt), far below the limit, which leaves room under
+// DynamoDB's 400 KB item limit for the rest of the record. Complete refuses a
+// larger result with ETOOLARGE.
+const MaxResultBytes = 384 << 10
+
+// maxClaimRounds bounds the conditional writes of one claim. Each round
+// starts from the record the last one failed on, so more than two happen
+// only when other callers keep changing the key.
+const maxClaimRounds = 4
+
+// ledgerKey is the primary key of an idempotency key's record.
+func ledgerKey(tenant, idemKey string) item {
+	return item{
+		attrPK: attrS(tenantPrefix(tenant) + key(ledgerPart, part(idemKey, maxLedgerPart))),
+		attrSK: attrS(key(kindLedger)),
+	}
+}
+
+// record is a ledger item decoded.
+type record struct {
+	state   saver.ClaimState
+	token   string
+	attempt int
+	lease   int64 // epoch milliseconds; 0 when not claimed
+	expires int64 // epoch seconds
+	result  *saver.Typed
+	err     *saver.ClaimError
+}
+
+func decodeRecord(it item) (*record, error) {
+	if it == nil {
+		return nil, nil
+	}
+	r := &record{
+		state:   saver.ClaimState(getS(it, attrState)),
+		token:   getS(it, attrToken),
+		attempt: int(getN(it, attrAttempt)),
+		lease:   getN(it, attrLease),
+		expires: getN(it, attrExpiresAt),
+	}
+	if av, ok := it[attrResult]; ok {
+		var l loads
+		r.result = &saver.Typed{}
+		if err := l.payload(av, r.result); err != nil {
+			return nil, fmt.Errorf("ledger result: %w", err)
+		}
+		if len(l.refs) > 0 {
+			return nil, fmt.Errorf("ledger result is offloaded")
+		}
+	}
+	if m, ok := it[attrError].(*types.AttributeValueMemberM); ok {
+		r.err = &saver.ClaimError{Message: getS(m.Value, errorMessage)}
+		if b, ok := m.Value[errorRetry].(*types.AttributeValueMemberBOOL); ok {
+			r.err.Retryable = b.Value
+		}
+	}
+	return r, nil
+}
+
+// Ledger times. A lease is kept in milliseconds (leases may be short); a
+// record's expiry in the epoch seconds DynamoDB TTL takes, rounded up so a
+// record never lives less than its TTL.
+func millis(t time.Time) int64 { return t.UnixMilli() }
+
+func ceilSeconds(t time.Time) int64 {
+	s := t.Unix()
+	if t.Nanosecond() > 0 {
+		s++
+	}
+	return s
+}
+
+func ttlSeconds(d time.Duration) int64 { return int64((d + time.Second - 1) / time.Second) }
+
+// Claim claims a key with one conditional UpdateItem, which grants the lease
+// when the key is new, its lease ran out or its last failure was retryable,
+// and takes the next attempt number and any stored failure along. When the
+// condition fails, DynamoDB returns the record it failed on
+// (ReturnValuesOnConditionCheckFailure), which the answer is read from, so
+// reporting the key's state costs no second request. A record that expired
+// but that DynamoDB has not deleted yet is replaced by a conditional PutItem
+// that starts the key afresh: two requests.
+//
+// DynamoDB applies conditional writes to an item one at a time, so of any
+// number of concurrent claims exactly one finds the key free.
+func (s *Store) Claim(ctx context.Context, in saver.ClaimRequest) (*saver.Claim, error) {
+	now := s.Now()
+	token := rand.Text()
+	fresh := false
+	for range maxClaimRounds {
+		claim, try := s.claimTake, "take over"
+		if fresh {
+			claim, try = s.claimFresh, "start afresh"
+		}
+		c, old, err := claim(ctx, in, now, token)
+		if err != nil {
+			return nil, fmt.Errorf("dynamo: claim %q (%s): %w", in.Key, try, err)
+		}
+		if c != nil {
+			return c, nil
+		}
+		// The condition failed on old: report it, or try again the way it
+		// can be granted.
+		switch {
+		case old == nil:
+			fresh = false
+		case saver.Expired(old.expires, now):
+			fresh = true
+		case old.state == saver.ClaimCompleted:
+			return &saver.Claim{Key: in.Key, State: saver.ClaimCompleted, Attempt: old.attempt, Result: old.result}, nil
+		case old.state == saver.ClaimFailed && (old.err == nil || !old.err.Retryable):
+			return &saver.Claim{Key: in.Key, State: saver.ClaimFailed, Attempt: old.attempt, Error: old.err}, nil
+		case old.state == saver.ClaimClaimed && old.lease > millis(now):
+			return &saver.Claim{Key: in.Key, State: saver.ClaimInProgress, Attempt: old.attempt, LeaseExpiresAt: time.UnixMilli(old.lease).UTC()}, nil
+		default:
+			fresh = false
+		}
+	}
+	return nil, fmt.Errorf("dynamo: claim %q: %w", in.Key, saver.Errorf(saver.EUNAVAILABLE, "The key kept changing under the claim; retry."))
+}
+
+// claimTake grants the lease on a new key, or takes it over from an expired
+// lease or a retryable failure, in one UpdateItem. It returns the claim when
+// granted, else the record the condition failed on.
+func (s *Store) claimTake(ctx context.Context, in saver.ClaimRequest, now time.Time, token string) (*saver.Claim, *record, error) {
+	lease := millis(now.Add(in.Lease))
+	ttl := ttlSeconds(in.TTL)
+	c, u := newExpr("c"), newExpr("u")
+	c.text = fmt.Sprintf("attribute_not_exists(%s) OR (%s > %s AND ((%s = %s AND %s <= %s) OR (%s = %s AND %s = %s)))",
+		c.name(attrPK), c.name(attrExpiresAt), c.value(attrN(now.Unix())),
+		c.name(attrState), c.value(attrS(string(saver.ClaimClaimed))), c.name(attrLease), c.value(attrN(millis(now))),
+		c.name(attrState), c.value(attrS(string(saver.ClaimFailed))), c.path(attrError, errorRetry), c.value(&types.AttributeValueMemberBOOL{Value: true}))
+	u.text = fmt.Sprintf("SET %s = %s, %s = %s, %s = %s, %s = if_not_exists(%s, %s) + %s, %s = %s, %s = %s, %s = %s REMOVE %s",
+		u.name(attrKind), u.value(attrS(itemLedger)),
+		u.name(attrState), u.value(attrS(string(saver.ClaimClaimed))),
+		u.name(attrToken), u.value(attrS(token)),
+		u.name(attrAttempt), u.name(attrAttempt), u.value(attrN(0)), u.value(attrN(1)),
+		u.name(attrLease), u.value(attrN(lease)),
+		u.name(attrTTL), u.value(attrN(ttl)),
+		u.name(attrExpiresAt), u.value(attrN(ceilSeconds(now)+ttl)),
+		u.name(attrResult))
+	names, values := merge(c, u)
+	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                           &s.table,
+		Key:                                 ledgerKey(in.Tenant, in.Key),
+		ConditionExpression:                 &c.text,
+		UpdateExpression:                    &u.text,
+		ExpressionAttributeNames:            names,
+		ExpressionAttributeValues:           values,
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if old, ok, err := conditionOld(err); ok {
+		return nil, old, err
+	}
+	if err != nil {
+		return nil, nil, translate(err)
+	}
+	rec, err := decodeRecord(out.Attributes)
+	if err != nil {
+		return nil, nil, err
+	}
+	return granted(in.Key, token, lease, rec.attempt, rec.err), nil, nil
+}
+
+// claimFresh replaces an expired record with a new one, attempt 1, in one
+// conditional PutItem. It returns the claim when granted, else the record
+// the condition failed on (another caller's fresh claim, most likely).
+func (s *Store) claimFresh(ctx context.Context, in saver.ClaimRequest, now time.Time, token string) (*saver.Claim, *record, error) {
+	lease := millis(now.Add(in.Lease))
+	ttl := ttlSeconds(in.TTL)
+	it := ledgerKey(in.Tenant, in.Key)
+	it[attrKind] = attrS(itemLedger)
+	it[attrState] = attrS(string(saver.ClaimClaimed))
+	it[attrToken] = attrS(token)
+	it[attrAttempt] = attrN(1)
+	it[attrLease] = attrN(lease)
+	it[attrTTL] = attrN(ttl)
+	it[attrExpiresAt] = attrN(ceilSeconds(now) + ttl)
+	c := newExpr("c")
+	c.text = fmt.Sprintf("attribute_not_exists(%s) OR %s <= %s", c.name(attrPK), c.name(attrExpiresAt), c.value(attrN(now.Unix())))
+	names, values := merge(c)
+	_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:                           &s.table,
+		Item:                                it,
+		ConditionExpression:                 &c.text,
+		ExpressionAttributeNames:            names,
+		ExpressionAttributeValues:           values,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if old, ok, err := conditionOld(err); ok {
+		return nil, old, err
+	}
+	if err != nil {
+		return nil, nil, translate(err)
+	}
+	return granted(in.Key, token, lease, 1, nil), nil, nil
+}
+
+func granted(key, token string, lease int64, attempt int, prev *saver.ClaimError) *saver.Claim {
+	return &saver.Claim{
+		Key:            key,
+		State:          saver.ClaimClaimed,
+		Token:          token,
+		LeaseExpiresAt: time.UnixMilli(lease).UTC(),
+		Attempt:        attempt,
+		Error:          prev,
+	}
+}
+
+// conditionOld returns, when err is a failed condition, the record DynamoDB
+// returned with it (nil if there was no item) and ok.
+func conditionOld(err error) (old *record, ok bool, _ error) {
+	var ccf *types.ConditionalCheckFailedException
+	if !errors.As(err, &ccf) {
+		return nil, false, nil
+	}
+	old, err = decodeRecord(nilIfEmpty(ccf.Item))
+	return old, true, err
+}
+
+// Complete stores the result of the claim that token holds, with one
+// conditional UpdateItem; see settle.
+func (s *Store) Complete(ctx context.Context, tenant, key, token string, result saver.Typed) error {
+	if n := len(result.Type) + len(result.Data); n > MaxResultBytes {
+		return saver.Errorf(saver.ETOOLARGE, "A result of %d bytes is over the ledger's limit of %d bytes.", n, MaxResultBytes)
+	}
+	u := newExpr("u")
+	u.text = fmt.Sprintf("SET %s = %s, %s = %s", u.name(attrState), u.value(attrS(string(saver.ClaimCompleted))), u.name(attrResult), u.value(payloadAttr(result)))
+	same := func(r *record) bool {
+		return r.state == saver.ClaimCompleted && r.result != nil && r.result.Type == result.Type && string(r.result.Data) == string(result.Data)
+	}
+	if err := s.settle(ctx, tenant, key, token, u, attrError, same); err != nil {
+		return fmt.Errorf("dynamo: complete %q: %w", key, err)
+	}
+	return nil
+}
+
+// Fail stores the failure of the claim that token holds; see settle.
+func (s *Store) Fail(ctx context.Context, tenant, key, token string, failure saver.ClaimError) error {
+	u := newExpr("u")
+	u.text = fmt.Sprintf("SET %s = %s, %s = %s", u.name(attrState), u.value(attrS(string(saver.ClaimFailed))), u.name(attrError), u.value(&types.AttributeValueMemberM{Value: item{
+		errorMessage: attrS(failure.Message),
+		errorRetry:   &types.AttributeValueMemberBOOL{Value: failure.Retryable},
+	}}))
+	same := func(r *record) bool { return r.state == saver.ClaimFailed && r.err != nil && *r.err == failure }
+	if err := s.settle(ctx, tenant, key, token, u, attrResult, same); err != nil {
+		return fmt.Errorf("dynamo: fail %q: %w", key, err)
+	}
+	return nil
+}
+
+// settle applies an outcome (set, which sets the state and its result or
+// error; drop names the other one) to the record that token holds, in one
+// UpdateItem conditioned on the token, the claimed state and the record not
+// having expired. The record then lives its TTL from now. The holder keeps
+// the key after its lease ran out until another caller claims it. When the
+// condition fails, the record it failed on says why: unknown or expired
+// (ENOTFOUND), another holder (ECONFLICT), or already settled, which is
+// accepted when it is the same outcome (same) so that a client can retry a
+// call whose answer it lost, and a conflict otherwise.
+func (s *Store) settle(ctx context.Context, tenant, key, token string, set *expr, drop string, same func(*record) bool) error {
+	now := s.Now()
+	c := newExpr("c")
+	c.text = fmt.Sprintf("%s = %s AND %s = %s AND %s > %s",
+		c.name(attrToken), c.value(attrS(token)),
+		c.name(attrState), c.value(attrS(string(saver.ClaimClaimed))),
+		c.name(attrExpiresAt), c.value(attrN(now.Unix())))
+	set.text += fmt.Sprintf(", %s = %s + %s REMOVE %s, %s",
+		set.name(attrExpiresAt), set.value(attrN(ceilSeconds(now))), set.name(attrTTL),
+		set.name(attrLease), set.name(drop))
+	names, values := merge(c, set)
+	k := ledgerKey(tenant, key)
+	if size := itemSize(values) + itemSize(k); size > MaxItemBytes {
+		return saver.Errorf(saver.ETOOLARGE, "A ledger record of %d bytes is over DynamoDB's limit of %d bytes.", size, MaxItemBytes)
+	}
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                           &s.table,
+		Key:                                 k,
+		ConditionExpression:                 &c.text,
+		UpdateExpression:                    &set.text,
+		ExpressionAttributeNames:            names,
+		ExpressionAttributeValues:           values,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	old, failed, derr := conditionOld(err)
+	switch {
+	case !failed:
+		return translate(err)
+	case derr != nil:
+		return derr
+	case old == nil || saver.Expired(old.expires, now):
+		return saver.Errorf(saver.ENOTFOUND, "Idempotency key %q is unknown or expired.", key)
+	case old.token != token:
+		return saver.Errorf(saver.ECONFLICT, "The token does not hold key %q: its lease ran out and another caller claimed the key, or it is not a token of this key.", key)
+	case same(old):
+		return nil
+	}
+	return saver.Errorf(saver.ECONFLICT, "Key %q already has another outcome: %s.", key, old.state)
+}

@@ -1,0 +1,453 @@
+package dynamo
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/saver-dev/saver"
+)
+
+// Blob lifetimes. Blobs are shared: a put brings the blobs of the channels
+// that changed and references the others, written by earlier puts with
+// earlier expiries, and saver.ExtendedBlobExpiry says which of those it must
+// extend. Reading their expiries first would cost every put a request, and
+// a ConditionCheck per referenced blob costs write units per blob (DynamoDB
+// bills a transaction's checks as writes of the checked items). So each
+// namespace of a thread keeps one small item, its lifetimes:
+//
+//	SK  x!<ns>!     ch:<channel> = {v: version, e: expiry (0: never),
+//	                                r: offloaded value's reference, if any}
+//
+// with an entry per channel for the version last brought or extended, whose
+// blob lives at least until e. An entry may say less than its blob has,
+// never more: it is set in the transaction that gives the blob that expiry,
+// and expiries never come down. Each put that brings or references blobs
+// updates the lifetimes item inside the transaction that writes it: it
+// sets the entries of the blobs it brings, and is conditioned on the entry
+// of each blob it references (same version, never or at least as late as
+// the checkpoint). In the common case that is all: no request more, and the
+// write units of a small item (2 for one under 1 KB, about a dozen
+// channels: TestMeasureBlobGuards) whatever the number of references,
+// where a check per blob would cost 2 or more each.
+//
+// When an entry says its blob expires too early, DynamoDB cancels the
+// transaction and returns the lifetimes item as stored; the next request
+// extends the blob (conditioned on the expiry the entry gave) and its entry
+// along with the put. Blobs live twice the remaining lifetime of the
+// checkpoint that brought or last extended them, so an unchanged channel is
+// extended about once per lifetime: one request more, then. When no entry
+// vouches for a blob (another version: a fork; a channel the item has not
+// seen; the item expired), the put reads the blob's expiry with one
+// BatchGetItem (projected, no payload), extends it if needed and records
+// its entry: two requests more, once. Without an expiry (the default
+// policy) entries say "never" and nothing is ever extended, unless the
+// thread's scope just became forever.
+//
+// A blob a put brings is inserted if absent (or expired); one stored and
+// live keeps its value and is handled as referenced, so that no expiry is
+// ever shortened. A blob that has expired is never brought back: reads hide
+// it, as they hid it from the parent.
+const (
+	// maxPutRounds bounds the requests of one put. Each round settles the
+	// blobs whose conditions failed; another round follows only when
+	// other puts changed the same blobs in between.
+	maxPutRounds = 6
+
+	kindLifetimes  = "x"
+	itemLifetimes  = "lifetimes"
+	entryPrefix    = "ch:"
+	entryVersion   = "v"
+	entryExpiresAt = "e"
+	entryRef       = "r"
+)
+
+// lifetimesKey is the primary key of a namespace's lifetimes item.
+func lifetimesKey(pk, ns string) item {
+	return item{attrPK: attrS(pk), attrSK: attrS(key(kindLifetimes, part(ns, maxNSPart)))}
+}
+
+// entry returns the lifetimes entry of channel, ok false if none.
+func entry(lifetimes item, channel string) (e blobRef, ok bool) {
+	m, ok := lifetimes[entryPrefix+channel].(*types.AttributeValueMemberM)
+	if !ok {
+		return blobRef{}, false
+	}
+	return blobRef{channel: channel, version: getS(m.Value, entryVersion), from: getN(m.Value, entryExpiresAt), ref: getS(m.Value, entryRef)}, true
+}
+
+// entryValue is the lifetimes entry of a blob expiring at exp.
+func entryValue(r blobRef, exp int64) types.AttributeValue {
+	m := item{entryVersion: attrS(r.version), entryExpiresAt: attrN(exp)}
+	if r.ref != "" {
+		m[entryRef] = attrS(r.ref)
+	}
+	return &types.AttributeValueMemberM{Value: m}
+}
+
+// lasts reports whether a blob expiring at blob (0: never) lives as long as
+// a checkpoint expiring at cp.
+func lasts(blob, cp int64) bool { return blob == 0 || (cp != 0 && blob >= cp) }
+
+// refAct is what a put's next request does about a blob it references.
+type refAct int
+
+const (
+	refVouched refAct = iota // the lifetimes entry vouches for it: checked
+	refUnknown               // to read before the next request
+	refExtend                // extend it from one expiry to another
+	refKnown                 // its expiry is known and long enough: recorded
+	refSkip                  // nothing: it is gone or has expired
+)
+
+// blobRef is a blob a put references without bringing it, or brings but
+// finds stored already.
+type blobRef struct {
+	key              item
+	channel, version string
+	ref              string // its value's offloaded reference, if any
+	act              refAct
+	from, to         int64 // the expiry it has, and refExtend's new one (0: never)
+}
+
+// opRole says which part of a put plan an op of its last request was.
+type opRole struct {
+	kind int // roleLifetimes, roleRef, roleBlob, roleCheckpoint
+	i    int // index in refs or blobs
+}
+
+const (
+	roleLifetimes = iota
+	roleRef
+	roleBlob
+	roleCheckpoint
+)
+
+// putPlan is a put on its way: the items it writes and the conditions on
+// the blobs it references, revised from the conditions each request failed
+// on.
+type putPlan struct {
+	s       *Store
+	exp     int64 // the checkpoint's
+	now     time.Time
+	blobExp int64     // the blobs brought
+	lkey    item      // the namespace's lifetimes item
+	blobs   []writeOp // the blobs brought
+	brought []blobRef // their channels and versions
+	dropped []bool    // blobs found stored and live: refs now
+	refs    []blobRef
+	cp      writeOp
+	roles   []opRole // of the ops of the last request
+}
+
+// planPut builds the first request of a put: its new blobs, its checkpoint
+// item and the condition on the blobs it references.
+func (s *Store) planPut(ctx context.Context, in *saver.PutCheckpoint) (*putPlan, error) {
+	p := &putPlan{s: s, exp: in.ExpiresAt, now: s.Now()}
+	pk := partitionKey(in.Tenant, in.ThreadID)
+	p.lkey = lifetimesKey(pk, in.NS)
+	p.blobExp = newBlobExpiry(p.exp, p.now)
+	brought := make(map[[2]string]bool, len(in.Blobs))
+	for _, b := range in.Blobs {
+		it, err := s.blobItem(ctx, in.CheckpointRef, b, p.blobExp)
+		if err != nil {
+			return nil, fmt.Errorf("blob %s: %w", b.Channel, err)
+		}
+		p.blobs = append(p.blobs, writeOp{item: it, cond: absentOrExpired(p.now)})
+		p.brought = append(p.brought, blobRef{key: keyOf(it), channel: b.Channel, version: b.Version, ref: valueRef(it)})
+		brought[[2]string{b.Channel, b.Version}] = true
+	}
+	p.dropped = make([]bool, len(p.blobs))
+	var channels []string
+	for ch, v := range in.ChannelVersions {
+		if !brought[[2]string{ch, v}] {
+			channels = append(channels, ch)
+		}
+	}
+	slices.Sort(channels) // deterministic requests
+	for _, ch := range channels {
+		v := in.ChannelVersions[ch]
+		key := item{attrPK: attrS(pk), attrSK: attrS(blobKey(in.NS, ch, v))}
+		p.refs = append(p.refs, blobRef{key: key, channel: ch, version: v})
+	}
+	it, err := s.checkpointItem(ctx, &in.Checkpoint, p.exp)
+	if err != nil {
+		return nil, err
+	}
+	p.cp = writeOp{item: it}
+	return p, nil
+}
+
+// ops returns the ops of the plan's next request, in order: the lifetimes
+// item and extensions first, then the new blobs, the checkpoint last.
+func (p *putPlan) ops() []writeOp {
+	p.roles = p.roles[:0]
+	var ops []writeOp
+	add := func(op writeOp, r opRole) {
+		ops = append(ops, op)
+		p.roles = append(p.roles, r)
+	}
+	lifetimes, checks := p.lifetimesOp()
+	add(lifetimes, opRole{kind: roleLifetimes})
+	for i, r := range p.refs {
+		if r.act == refExtend {
+			add(extendOp(r.key, r.from, r.to), opRole{roleRef, i})
+		}
+	}
+	for i, b := range p.blobs {
+		if !p.dropped[i] {
+			add(b, opRole{roleBlob, i})
+		}
+	}
+	add(p.cp, opRole{kind: roleCheckpoint})
+	// A lifetimes item that checks nothing only records entries: when that
+	// would take a request more (a put of 99 new blobs), the entries are
+	// left out, and the first put that references those blobs reads them.
+	if !checks && len(chunkOps(ops, maxTransactItems, maxTransactBytes)) > len(chunkOps(ops[1:], maxTransactItems, maxTransactBytes)) {
+		ops, p.roles = ops[1:], p.roles[1:]
+	}
+	if len(ops) == 2 && !checks && len(p.blobs) == 0 && len(p.refs) == 0 {
+		ops, p.roles = ops[1:], p.roles[1:] // nothing brought or referenced
+	}
+	return ops
+}
+
+// lifetimesOp returns the update of the lifetimes item: the entries this
+// put records (the blobs it brings, and the expiries it learnt or gave),
+// conditioned on the entries that vouch for the blobs it references, and
+// whether there is any such condition.
+func (p *putPlan) lifetimesOp() (writeOp, bool) {
+	c, u := newExpr("c"), newExpr("u")
+	var conds []string
+	for _, r := range p.refs {
+		if r.act != refVouched {
+			continue
+		}
+		e := c.path(entryPrefix+r.channel, entryExpiresAt)
+		cond := c.path(entryPrefix+r.channel, entryVersion) + " = " + c.value(attrS(r.version)) + " AND (" + e + " = " + c.value(attrN(0))
+		if p.exp != 0 {
+			cond += " OR " + e + " >= " + c.value(attrN(p.exp))
+		}
+		conds = append(conds, "("+cond+"))")
+	}
+	// One entry per channel: the version the checkpoint references wins
+	// over another brought with it (an entry may say less, never more, so
+	// any of them would do).
+	var (
+		channels []string
+		entries  = map[string]types.AttributeValue{}
+	)
+	set := func(r blobRef, exp int64) {
+		if _, ok := entries[r.channel]; !ok {
+			channels = append(channels, r.channel)
+		}
+		entries[r.channel] = entryValue(r, exp)
+	}
+	for i, b := range p.brought {
+		if !p.dropped[i] {
+			set(b, p.blobExp)
+		}
+	}
+	for _, r := range p.refs {
+		switch r.act {
+		case refExtend:
+			set(r, r.to)
+		case refKnown:
+			set(r, r.from)
+		}
+	}
+	sets := []string{u.name(attrKind) + " = " + u.value(attrS(itemLifetimes))}
+	for _, ch := range channels {
+		sets = append(sets, u.name(entryPrefix+ch)+" = "+u.value(entries[ch]))
+	}
+	// The item lives as long as the blobs it brings, or forever. Its own
+	// expiry protects nothing: once it is gone, puts read their blobs.
+	u.text = "SET " + strings.Join(sets, ", ")
+	if p.exp == 0 {
+		u.text += " REMOVE " + u.name(attrExpiresAt)
+	} else {
+		u.text += ", " + u.name(attrExpiresAt) + " = " + u.value(attrN(p.blobExp))
+	}
+	op := writeOp{item: p.lkey, set: u}
+	if len(conds) > 0 {
+		c.text = strings.Join(conds, " AND ")
+		op.cond = c
+	}
+	return op, len(conds) > 0
+}
+
+// extendOp extends an item's expiry from one value to another (0: never),
+// if it still has the first: a racing extension is never undone.
+func extendOp(key item, from, to int64) writeOp {
+	c := newExpr("c")
+	c.text = c.name(attrExpiresAt) + " = " + c.value(attrN(from))
+	return writeOp{item: key, set: expirySet(to), cond: c}
+}
+
+// expirySet returns the update that sets an item's expiry (0: never).
+func expirySet(exp int64) *expr {
+	u := newExpr("u")
+	if exp == 0 {
+		u.text = "REMOVE " + u.name(attrExpiresAt)
+	} else {
+		u.text = "SET " + u.name(attrExpiresAt) + " = " + u.value(attrN(exp))
+	}
+	return u
+}
+
+// revise turns the conditions the last request failed on into the next
+// request, reading the blobs no entry vouches for.
+func (p *putPlan) revise(ctx context.Context, failed map[int]item) error {
+	for i, old := range failed {
+		r := p.roles[i]
+		switch r.kind {
+		case roleLifetimes:
+			if err := p.reviseLifetimes(ctx, old); err != nil {
+				return err
+			}
+		case roleRef:
+			if err := p.reviseRef(ctx, &p.refs[r.i], old); err != nil {
+				return err
+			}
+		case roleBlob:
+			// Stored and live: insert-if-absent leaves its value, and the
+			// put handles it as a blob it references.
+			p.dropped[r.i] = true
+			p.refs = append(p.refs, p.brought[r.i])
+			if err := p.reviseRef(ctx, &p.refs[len(p.refs)-1], old); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("condition failed on the checkpoint item")
+		}
+	}
+	return p.readUnknown(ctx)
+}
+
+// reviseLifetimes reads the lifetimes item as stored when its condition
+// failed: entries that vouch stay checked, a live entry of the same version
+// that says too early gives the expiry to extend from (the blob's own, if
+// later, comes back when that extension fails), and the other blobs are
+// read.
+func (p *putPlan) reviseLifetimes(ctx context.Context, old item) error {
+	live := old != nil && !p.s.expired(getN(old, attrExpiresAt))
+	for i := range p.refs {
+		r := &p.refs[i]
+		if r.act != refVouched {
+			continue
+		}
+		e, ok := entry(old, r.channel)
+		switch {
+		case !live || !ok || e.version != r.version || (e.from != 0 && p.s.expired(e.from)):
+			// No entry vouches, or its blob may have expired (it is
+			// not brought back): read it.
+			r.act = refUnknown
+		case lasts(e.from, p.exp):
+		default:
+			to, _ := saver.ExtendedBlobExpiry(p.exp, e.from, p.now)
+			if err := p.s.retag(ctx, e.ref, to); err != nil {
+				return err
+			}
+			r.act, r.from, r.to, r.ref = refExtend, e.from, to, e.ref
+		}
+	}
+	return nil
+}
+
+// readUnknown reads the expiries of the blobs no entry vouches for, one
+// BatchGetItem per 100, and decides about each.
+func (p *putPlan) readUnknown(ctx context.Context) error {
+	var keys []item
+	for _, r := range p.refs {
+		if r.act == refUnknown {
+			keys = append(keys, r.key)
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	proj := newExpr("p")
+	proj.text = strings.Join([]string{proj.name(attrPK), proj.name(attrSK), proj.name(attrExpiresAt), proj.path(attrValue, payloadRef)}, ", ")
+	found, err := p.s.batchGet(ctx, keys, proj)
+	if err != nil {
+		return err
+	}
+	stored := make(map[string]item, len(found))
+	for _, it := range found {
+		stored[getS(it, attrSK)] = it
+	}
+	for i := range p.refs {
+		if r := &p.refs[i]; r.act == refUnknown {
+			if err := p.reviseRef(ctx, r, stored[getS(r.key, attrSK)]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// reviseRef decides about a referenced blob from its item as stored: extend
+// it, record the expiry it has, or nothing if it is gone or has expired.
+func (p *putPlan) reviseRef(ctx context.Context, r *blobRef, old item) error {
+	exp, expires := expiryOf(old)
+	r.ref = valueRef(old)
+	switch {
+	case old == nil || (expires && p.s.expired(exp)):
+		r.act = refSkip
+		return nil
+	case !expires:
+		r.act, r.from = refKnown, 0
+		return nil
+	}
+	to, write := saver.ExtendedBlobExpiry(p.exp, exp, p.now)
+	if !write {
+		r.act, r.from = refKnown, exp
+		return nil
+	}
+	if err := p.s.retag(ctx, r.ref, to); err != nil {
+		return err
+	}
+	r.act, r.from, r.to = refExtend, exp, to
+	return nil
+}
+
+// newBlobExpiry is the expiry of the blobs a put brings: twice the
+// remaining lifetime of its checkpoint, as if the rule had just extended
+// them. Blobs taking only the checkpoint's expiry would need extending by
+// the very next put that references them, which in a session thread is
+// most puts; with twice, once per lifetime is enough.
+func newBlobExpiry(exp int64, now time.Time) int64 {
+	if exp == 0 {
+		return 0
+	}
+	return exp + max(exp-now.Unix(), 0)
+}
+
+// expiryOf returns an item's expiry and whether it has one.
+func expiryOf(it item) (int64, bool) {
+	_, ok := it[attrExpiresAt]
+	return getN(it, attrExpiresAt), ok
+}
+
+// retag keeps the expiry tag of an offloaded payload (ref; "" for none) in
+// step with its item's new expiry, before the item gets it: an object whose
+// tag says it may go while its item lives would be deleted by a bucket
+// lifecycle rule under the item.
+func (s *Store) retag(ctx context.Context, ref string, exp int64) error {
+	if s.Offload == nil || ref == "" {
+		return nil
+	}
+	return s.Offload.Retag(ctx, ref, exp)
+}
+
+// valueRef returns the offloaded reference of an item's value, "" if none.
+func valueRef(it item) string {
+	if m, ok := it[attrValue].(*types.AttributeValueMemberM); ok {
+		return getS(m.Value, payloadRef)
+	}
+	return ""
+}
