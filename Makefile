@@ -89,6 +89,34 @@ example: build venv
 	grep -qs ':[0-9][0-9]*$$' $$tmp/addr || { echo "saver did not start:"; cat $$tmp/service.log; exit 1; }; \
 	SAVER_URL=http://$$(cat $$tmp/addr) $(PY) examples/payment_workflow.py
 
+# Benchmarks against the savers users would otherwise pick (AWS's DynamoDBSaver,
+# PostgresSaver, SqliteSaver, InMemorySaver): see bench/PERFORMANCE.md. Not part
+# of `make test`. Installs its venv (bench/requirements.txt) into $(BENCH_VENV),
+# starts the local AWS stack and PostgreSQL with bench/aws.sh and bench/pg.sh,
+# and stops them at the end. Results go to bench/results/.
+BENCH_VENV ?= .cache/bench-venv
+BENCH_PY   := $(BENCH_VENV)/bin/python
+BENCH_BIN  := .cache/bench/bin
+
+$(BENCH_VENV)/.installed: bench/requirements.txt python/pyproject.toml
+	$(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_PY) -m pip install -q -r bench/requirements.txt
+	$(BENCH_PY) -m pip install -q --no-deps -e python
+	touch $@
+
+.PHONY: bench-tools
+bench-tools: build $(BENCH_VENV)/.installed
+	$(GO) build -o $(BENCH_BIN)/loadgen ./bench/loadgen
+	$(GO) build -o $(BENCH_BIN)/awsproxy ./bench/awsproxy
+
+.PHONY: bench
+bench: bench-tools
+	$(BENCH_PY) bench/run.py
+
+.PHONY: bench-quick
+bench-quick: bench-tools
+	$(BENCH_PY) bench/run.py --quick
+
 # The browser test's tools (python/tests/test_ui.py): Debian's Chromium and
 # ui-test's pinned npm packages, each installed only when missing.
 .PHONY: ui-deps

@@ -1,0 +1,112 @@
+"""Profile the service and the client on the benchmark's chat loop (b).
+
+    .cache/bench-venv/bin/python bench/profiling.py [--store bolt|dynamodb] [--turns 50]
+        [--client]
+
+Starts the local AWS stack (bench/aws.sh) when the store is dynamodb, runs
+bench/profserve (the service with pprof), runs the 50-turn chat loop through
+HTTPSaver while taking a CPU profile of the service, and prints the profile's
+top functions (`go tool pprof -top`), the per-turn time and, with --client, the
+client's cProfile. Profiles are kept in .cache/bench/prof/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import pstats
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import harness  # noqa: E402
+import workloads as wl  # noqa: E402
+from harness import BIN, CACHE, ROOT, log, poll, spawn  # noqa: E402
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--store", default="bolt", choices=["bolt", "dynamodb"])
+    ap.add_argument("--turns", type=int, default=50)
+    ap.add_argument("--loops", type=int, default=3, help="chat loops (threads) to run")
+    ap.add_argument("--client", action="store_true", help="also cProfile the client")
+    args = ap.parse_args()
+    out = CACHE / "prof"
+    out.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["go", "build", "-o", str(BIN / "profserve"), "./bench/profserve"], cwd=ROOT, check=True)
+    stack = harness.Stack(f"prof{int(time.time())}")
+    try:
+        addr, paddr = out / "addr", out / "pprof"
+        for f in (addr, paddr):
+            f.unlink(missing_ok=True)
+        argv = [str(BIN / "profserve"), "-store", args.store, "-addr-file", str(addr), "-pprof-addr-file", str(paddr)]
+        env = {}
+        if args.store == "bolt":
+            db = out / "prof.db"
+            db.unlink(missing_ok=True)
+            argv += ["-db", str(db)]
+        else:
+            stack.start_aws()
+            ddb, s3 = stack.endpoints(False)
+            env = {"AWS_ENDPOINT_URL_DYNAMODB": ddb, "AWS_ENDPOINT_URL_S3": s3}
+            argv += ["-table", f"prof-{stack.run_id}"]
+        proc = spawn("profserve", argv, env)
+        stack._stack.callback(proc.stop)
+        poll("profserve", lambda: addr.exists() and paddr.exists(), proc.alive)
+        url = "http://" + addr.read_text().strip()
+        from saver_client import HTTPSaver
+
+        saver = HTTPSaver(url)
+        wl.chat_loop(saver, 5, "warm")
+        secs = 3600
+        prof_path = out / f"cpu-{args.store}.pprof"
+        result: dict[str, bytes] = {}
+
+        def fetch() -> None:
+            with urllib.request.urlopen(f"http://{paddr.read_text().strip()}/debug/pprof/profile?seconds={secs}",
+                                        timeout=secs + 30) as resp:
+                result["data"] = resp.read()
+
+        # The profile runs until the loops end: pprof stops early when its
+        # client goes away, so ask for a long one and cut it with a short one.
+        secs = max(5, int(args.loops * args.turns * 0.08) + 5)
+        t = threading.Thread(target=fetch, daemon=True)
+        t.start()
+        pr = cProfile.Profile() if args.client else None
+        t0 = time.perf_counter()
+        turns: list[float] = []
+        for i in range(args.loops):
+            if pr:
+                pr.enable()
+            turns += wl.chat_loop(saver, args.turns, f"prof-{stack.run_id}-{i}")
+            if pr:
+                pr.disable()
+        wall = time.perf_counter() - t0
+        t.join(timeout=secs + 60)
+        prof_path.write_bytes(result.get("data", b""))
+        log(f"{args.loops} x {args.turns} turns in {wall:.1f}s; mean turn {sum(turns) / len(turns) * 1e3:.2f} ms, "
+            f"profile window {secs}s -> {prof_path}")
+        top = subprocess.run(["go", "tool", "pprof", "-top", "-nodecount=40", str(BIN / "profserve"), str(prof_path)],
+                             capture_output=True, text=True, cwd=ROOT)
+        print(top.stdout[:8000])
+        top = subprocess.run(["go", "tool", "pprof", "-top", "-cum", "-nodecount=40", str(BIN / "profserve"),
+                              str(prof_path)], capture_output=True, text=True, cwd=ROOT)
+        print(top.stdout[:8000])
+        if pr:
+            s = io.StringIO()
+            pstats.Stats(pr, stream=s).sort_stats("cumulative").print_stats(40)
+            print(s.getvalue()[:12000])
+        saver.close()
+    finally:
+        stack.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,103 @@
+// Command profserve is the saver service wired as cmd/saver wires it, plus
+// net/http/pprof on a second loopback port and the embedded store's batching
+// knob: the benchmark's tool for finding where the service spends its time.
+//
+//	profserve -store bolt -db F -addr-file A -pprof-addr-file P [-batch-delay 1ms]
+//	profserve -store dynamodb -table T -bucket B -addr-file A -pprof-addr-file P
+//
+// Endpoints for dynamodb come from the standard AWS environment, as for
+// `saver serve`. It serves until SIGINT or SIGTERM.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	_ "net/http/pprof"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/aws/aws-sdk-go-v2/config"
+
+	"github.com/saver-dev/saver"
+	"github.com/saver-dev/saver/api"
+	"github.com/saver-dev/saver/bolt"
+	"github.com/saver-dev/saver/dynamo"
+	"github.com/saver-dev/saver/s3offload"
+)
+
+func main() {
+	store := flag.String("store", "bolt", "bolt or dynamodb")
+	db := flag.String("db", "", "bolt file")
+	table := flag.String("table", "", "DynamoDB table (created if missing)")
+	bucket := flag.String("bucket", "", "S3 bucket for offload (must exist)")
+	addrFile := flag.String("addr-file", "", "write the API address here")
+	pprofFile := flag.String("pprof-addr-file", "", "write the pprof address here")
+	flag.Parse()
+	if err := run(*store, *db, *table, *bucket, *addrFile, *pprofFile); err != nil {
+		fmt.Fprintln(os.Stderr, "profserve:", err)
+		os.Exit(1)
+	}
+}
+
+func run(store, db, table, bucket, addrFile, pprofFile string) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	var st saver.Store
+	switch store {
+	case "bolt":
+		b, err := bolt.Open(db)
+		if err != nil {
+			return err
+		}
+		defer b.Close()
+		st = b
+	case "dynamodb":
+		cfg, err := config.LoadDefaultConfig(ctx)
+		if err != nil {
+			return err
+		}
+		d := dynamo.NewStore(dynamo.NewClient(cfg, nil), table)
+		if err := d.CreateTable(ctx); err != nil {
+			return err
+		}
+		if bucket != "" {
+			d.Offload = s3offload.NewStore(s3offload.NewClient(cfg), bucket)
+		}
+		st = d
+	default:
+		return fmt.Errorf("unknown store %q", store)
+	}
+	srv := api.NewServer(st, logger)
+	if err := srv.Open("127.0.0.1:0"); err != nil {
+		return err
+	}
+	defer srv.Close(context.Background())
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	go http.Serve(ln, http.DefaultServeMux)
+	if err := writeAtomic(pprofFile, ln.Addr().String()); err != nil {
+		return err
+	}
+	if err := writeAtomic(addrFile, srv.Addr()); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	return nil
+}
+
+func writeAtomic(path, data string) error {
+	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
+	if err := os.WriteFile(tmp, []byte(data+"\n"), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}

@@ -1,0 +1,361 @@
+"""The benchmark's output: one table (printed and written to bench/results/),
+the targets with their ratios, the JSON of every figure, and the plot of the
+chat loop's time per turn."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from harness import SAVERS
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+WRITE_OPS = {"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"}
+
+# Ratio columns: (header, ours, anchor).
+RATIOS = [
+    ("emb ÷ SQLite", "ours_bolt", "sqlite"),
+    ("emb ÷ PG", "ours_bolt", "postgres"),
+    ("dyn ÷ AWS", "ours_dynamo", "aws"),
+]
+
+
+# -- storage counts ------------------------------------------------------------------
+
+
+def count_delta(prev: dict[str, Any], now: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for svc, ops in now.items():
+        out[svc] = {}
+        for op, n in ops.items():
+            before = (prev.get(svc) or {}).get(op) or {}
+            d = {k: v - before.get(k, 0) for k, v in n.items()}
+            if d.get("requests"):
+                out[svc][op] = d
+    return out
+
+
+def _turn(delta: dict[str, Any]) -> dict[str, Any]:
+    ddb = delta.get("dynamodb", {})
+    s3 = delta.get("s3", {})
+    return {
+        "ddb_requests": sum(n["requests"] for n in ddb.values()),
+        "ddb_write_requests": sum(n["requests"] for op, n in ddb.items() if op in WRITE_OPS),
+        "ddb_by_op": {op: n["requests"] for op, n in sorted(ddb.items())},
+        "items_written": sum(n["items_written"] for n in ddb.values()),
+        "item_bytes": sum(n["item_bytes_written"] for n in ddb.values()),
+        "write_request_bytes": sum(n["request_bytes"] for op, n in ddb.items() if op in WRITE_OPS),
+        "read_response_bytes": sum(n["response_bytes"] for op, n in ddb.items() if op not in WRITE_OPS),
+        "wcu": sum(n["wcu"] for n in ddb.values()),
+        "billed_wcu": sum(n["billed_wcu"] for n in ddb.values()),
+        "ddb_ms": sum(n.get("upstream_us", 0) for n in ddb.values()) / 1e3,
+        "ddb_ms_by_op": {op: n.get("upstream_us", 0) / 1e3 for op, n in sorted(ddb.items())},
+        "s3_requests": sum(n["requests"] for n in s3.values()),
+        "s3_by_op": {op: n["requests"] for op, n in sorted(s3.items())},
+    }
+
+
+def storage_summary(per_turn: list[dict[str, Any]], turn_ms: list[float]) -> dict[str, Any]:
+    turns = [_turn(d) for d in per_turn]
+    for t, ms in zip(turns, turn_ms):
+        t["turn_ms"] = ms
+    numeric = [k for k, v in turns[0].items() if isinstance(v, (int, float))]
+    mean = {k: sum(t[k] for t in turns) / len(turns) for k in numeric}
+    return {"mean": mean, "last": turns[-1], "turns": turns}
+
+
+# -- the table -------------------------------------------------------------------------
+
+
+def _fmt(v: Any, unit: str) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "—"
+    if unit == "ops/s":
+        return f"{v:,.0f}"
+    if unit in ("B", "req", "WCU", "MB"):
+        return f"{v:,.0f}" if abs(v) >= 100 else f"{v:,.1f}"
+    if v >= 100:
+        return f"{v:,.0f}"
+    if v >= 10:
+        return f"{v:.1f}"
+    return f"{v:.2f}"
+
+
+def _ratio(row: dict[str, Any], ours: str, anchor: str) -> str:
+    a, b = row.get(ours), row.get(anchor)
+    if a is None or b is None or not b or any(isinstance(x, float) and math.isnan(x) for x in (a, b)):
+        return ""
+    return f"{a / b:.2f}x"
+
+
+def rows(r: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+    """(label, unit, {saver: value}) for every line of the table."""
+    out: list[tuple[str, str, dict[str, Any]]] = []
+    ops = r.get("ops") or {}
+    for conc in ("1", "16"):
+        for op in ("put", "put_writes", "get_tuple", "list"):
+            label = {"get_tuple": "get_tuple(latest)", "list": "list(limit 10)"}.get(op, op)
+            for stat, unit in (("p50_ms", "ms"), ("p99_ms", "ms"), ("ops_per_sec", "ops/s")):
+                vals = {s: (ops.get(s, {}).get(conc, {}).get(op) or {}).get(stat) for s in SAVERS}
+                name = {"p50_ms": "p50", "p99_ms": "p99", "ops_per_sec": "ops/s"}[stat]
+                out.append((f"{label}, {conc} caller{'s' if conc != '1' else ''}: {name}", unit, vals))
+    g = r.get("graphs") or {}
+    steps = g.get("supersteps", {})
+    for key, label in (
+        ("seq_ms_per_step", f"(a) 7-node sequence: per superstep ({steps.get('a', '?')}/run)"),
+        ("chat_ms_per_turn", "(b) 50-turn chat: per turn (mean of 50)"),
+        ("fanout_ms_per_step", f"(c) Send fan-out x10: per superstep ({steps.get('c', '?')}/run)"),
+    ):
+        out.append((label, "ms", {s: (g.get(s) or {}).get(key) for s in SAVERS}))
+    out.append(("(b) chat: turn 50", "ms", {
+        s: ((g.get(s) or {}).get("chat_turn_ms") or [None])[-1] for s in SAVERS}))
+    out.append(("(b) chat: CPU per turn, this Python process", "ms", {
+        s: (g.get(s) or {}).get("chat_cpu_client_ms") for s in SAVERS}))
+    out.append(("(b) chat: CPU per turn, saver service (ours)", "ms", {
+        s: (g.get(s) or {}).get("chat_cpu_service_ms") for s in SAVERS}))
+    out.append(("(b) chat: CPU per turn, database server (dynoxide, PostgreSQL)", "ms", {
+        s: (g.get(s) or {}).get("chat_cpu_db_ms") for s in SAVERS}))
+
+    def cpu_total(s: str) -> float | None:
+        v = g.get(s) or {}
+        parts = [v.get(k) for k in ("chat_cpu_client_ms", "chat_cpu_service_ms", "chat_cpu_db_ms")]
+        return None if any(p is None for p in parts) else sum(parts)
+
+    out.append(("(b) chat: CPU per turn, all of the above", "ms", {s: cpu_total(s) for s in SAVERS}))
+    st = r.get("storage") or {}
+    for key, unit, label in (
+        ("ddb_requests", "req", "DynamoDB requests"),
+        ("item_bytes", "B", "item bytes written"),
+        ("write_request_bytes", "B", "write request bytes"),
+        ("read_response_bytes", "B", "read response bytes"),
+        ("wcu", "WCU", "WCU (1 per started KB per item)"),
+        ("billed_wcu", "WCU", "WCU billed (transactions x2)"),
+        ("s3_requests", "req", "S3 requests"),
+    ):
+        for when, what in (("mean", "per turn (mean)"), ("last", "at turn 50")):
+            vals = {s: (st.get(s) or {}).get(when, {}).get(key) for s in SAVERS if s in st}
+            out.append((f"(b) on DynamoDB: {label}, {what}", unit, vals))
+    if st:
+        added = next((v.get("rtt_added_ms") for v in st.values() if v.get("rtt_added_ms")), None)
+        out.append((f"(b) on DynamoDB, {added or '?'} ms added per DynamoDB request: per turn (mean of 50)", "ms",
+                    {s: (st.get(s) or {}).get("rtt_ms_per_turn") for s in SAVERS if s in st}))
+    gr = r.get("growth") or {}
+    sizes = sorted({int(k) for v in gr.values() for k in v}, key=int)
+    for q, label in (
+        ("get_tuple", "get_tuple(latest)"),
+        ("list10", "list(limit 10)"),
+        ("list10_all_ns", "list(limit 10), no namespace"),
+        ("live_path", "live path (tree query)"),
+    ):
+        for size in sizes:
+            vals = {s: (gr.get(s, {}).get(str(size)) or {}).get(q) for s in SAVERS}
+            if any(v is not None for v in vals.values()):
+                out.append((f"growth: {label} at {size:,} checkpoints", "ms", vals))
+    svc = r.get("service") or {}
+    stores = {"bolt": "ours_bolt", "dynamodb": "ours_dynamo"}
+    levels = [lv["conns"] for lv in (svc.get("bolt") or {}).get("levels", [])]
+    for i, conns in enumerate(levels):
+        for stat, unit, name in (("ops_per_sec", "ops/s", "ops/s"), ("p50_ms", "ms", "p50"), ("p99_ms", "ms", "p99")):
+            vals = {}
+            for store, col in stores.items():
+                lv = (svc.get(store) or {}).get("levels", [])
+                if i < len(lv):
+                    vals[col] = lv[i][stat]
+            out.append((f"service alone, {conns} conn{'s' if conns > 1 else ''}: {name}", unit, vals))
+    out.append(("service alone: peak RSS", "MB", {
+        col: (svc.get(store) or {}).get("peak_rss_mb") for store, col in stores.items()}))
+    return out
+
+
+def table(r: dict[str, Any]) -> str:
+    head = ["measure", "unit", *SAVERS.values(), *(h for h, _, _ in RATIOS)]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for label, unit, vals in rows(r):
+        cells = [label, unit, *(_fmt(vals.get(s), unit) for s in SAVERS)]
+        cells += [_ratio(vals, ours, anchor) for _, ours, anchor in RATIOS]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+# -- targets ---------------------------------------------------------------------------
+
+
+def targets(r: dict[str, Any]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+
+    def add(name: str, ratio: float | None, limit: float, detail: str, higher: bool = False) -> None:
+        if ratio is None or (isinstance(ratio, float) and math.isnan(ratio)):
+            out.append({"target": name, "ratio": None, "limit": limit, "met": False, "detail": "not measured"})
+            return
+        met = ratio >= limit if higher else ratio <= limit
+        out.append({"target": name, "ratio": ratio, "limit": limit, "met": met, "detail": detail})
+
+    g = r.get("graphs") or {}
+    try:
+        a, b = g["ours_dynamo"]["chat_ms_per_turn"], g["aws"]["chat_ms_per_turn"]
+        add("(b) chat on DynamoDB: time per turn <= 0.5x DynamoDBSaver", a / b, 0.5,
+            f"{a:.2f} ms vs {b:.2f} ms per turn")
+    except (KeyError, TypeError, ZeroDivisionError):
+        add("(b) chat on DynamoDB: time per turn <= 0.5x DynamoDBSaver", None, 0.5, "")
+    st = r.get("storage") or {}
+    try:
+        a, b = st["ours_dynamo"]["last"]["item_bytes"], st["aws"]["last"]["item_bytes"]
+        add("(b) bytes written at turn 50 <= 0.2x DynamoDBSaver", a / b, 0.2,
+            f"{a:,} B vs {b:,} B of items")
+    except (KeyError, TypeError, ZeroDivisionError):
+        add("(b) bytes written at turn 50 <= 0.2x DynamoDBSaver", None, 0.2, "")
+    gr = r.get("growth") or {}
+    for s in ("ours_bolt", "ours_dynamo"):
+        pts = gr.get(s) or {}
+        sizes = sorted(pts, key=int)
+        if len(sizes) >= 2 and "get_tuple" in pts[sizes[0]] and "get_tuple" in pts[sizes[-1]]:
+            lo, hi = pts[sizes[0]]["get_tuple"], pts[sizes[-1]]["get_tuple"]
+            add(f"{SAVERS[s]}: get_tuple(latest) at {int(sizes[-1]):,} <= 1.3x at {sizes[0]}", hi / lo, 1.3,
+                f"{hi:.2f} ms vs {lo:.2f} ms")
+        else:
+            add(f"{SAVERS[s]}: get_tuple(latest) growth <= 1.3x", None, 1.3, "")
+    ops = r.get("ops") or {}
+    for op in ("put", "put_writes", "get_tuple", "list"):
+        try:
+            a = ops["ours_bolt"]["1"][op]["p50_ms"]
+            b = ops["sqlite"]["1"][op]["p50_ms"]
+            add(f"embedded: {op} p50 (1 caller) <= 2x SqliteSaver", a / b, 2.0, f"{a:.3f} ms vs {b:.3f} ms")
+        except (KeyError, TypeError, ZeroDivisionError):
+            add(f"embedded: {op} p50 <= 2x SqliteSaver", None, 2.0, "")
+    try:
+        a, b = g["ours_bolt"]["seq_ms_per_step"], g["postgres"]["seq_ms_per_step"]
+        add("embedded: graph (a) <= 1.5x PostgresSaver", a / b, 1.5, f"{a:.2f} ms vs {b:.2f} ms per superstep")
+    except (KeyError, TypeError, ZeroDivisionError):
+        add("embedded: graph (a) <= 1.5x PostgresSaver", None, 1.5, "")
+    svc = (r.get("service") or {}).get("bolt") or {}
+    ok = [lv for lv in svc.get("levels", []) if lv["p99_ms"] < 10 and not lv["errors"]]
+    if svc.get("levels"):
+        best = max(ok, key=lambda lv: lv["ops_per_sec"]) if ok else None
+        detail = (f"{best['ops_per_sec']:,.0f} ops/s at {best['conns']} conns, p99 {best['p99_ms']:.1f} ms"
+                  if best else "no level had p99 under 10 ms")
+        add("service, embedded: >= 5,000 mixed ops/s at p99 < 10 ms (ratio = ops/s / 5,000)",
+            (best["ops_per_sec"] / 5000) if best else 0.0, 1.0, detail, higher=True)
+    return out
+
+
+def targets_text(ts: list[dict[str, Any]]) -> str:
+    lines = []
+    for t in ts:
+        mark = "MET " if t["met"] else "MISS"
+        ratio = "—" if t["ratio"] is None else f"{t['ratio']:.2f}"
+        lines.append(f"- {mark} {t['target']}: ratio {ratio} (limit {t['limit']}); {t['detail']}")
+    return "\n".join(lines)
+
+
+# -- plot ---------------------------------------------------------------------------------
+
+
+def plot(r: dict[str, Any], path: Path) -> bool:
+    g = r.get("graphs") or {}
+    series = {s: (g.get(s) or {}).get("chat_turn_ms") for s in SAVERS}
+    if not any(series.values()):
+        return False
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(9, 5.2), dpi=110)
+    for i, (s, ys) in enumerate(series.items()):
+        if ys:
+            color = f"C{i}"
+            xs = range(1, len(ys) + 1)
+            ax.plot(xs, ys, color=color, linewidth=0.8, alpha=0.35)
+            smooth = [sorted(ys[max(0, t - 2):t + 3])[len(ys[max(0, t - 2):t + 3]) // 2] for t in range(len(ys))]
+            ax.plot(xs, smooth, color=color, label=SAVERS[s], linewidth=2)
+    m = r["meta"]
+    ax.set_title(f"50-turn chat loop, durability=sync: time per turn\n(median of {m['plan']['chat_reps']} runs; "
+                 "thin: each turn, thick: 5-turn running median)", fontsize=10)
+    ax.set_xlabel("turn (the message list grows by ~2 KB a turn)")
+    ax.set_ylabel("ms per turn")
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    mc = m["machine"]
+    fig.text(0.01, 0.01, f"{m['command']}, {m['date']}; {mc['cores']} cores, {mc['cpu']}", fontsize=7, alpha=0.7)
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    fig.savefig(path)
+    plt.close(fig)
+    return True
+
+
+# -- publish ------------------------------------------------------------------------------
+
+
+def service_table(r: dict[str, Any]) -> str:
+    svc = r.get("service") or {}
+    lines = ["| store | conns | ops/s | p50 ms | p99 ms | put p50/p99 | put_writes p50/p99 | get p50/p99 | errors |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for store in ("bolt", "dynamodb"):
+        for lv in (svc.get(store) or {}).get("levels", []):
+            by = lv.get("by_op", {})
+
+            def pp(op: str, by: dict[str, Any] = by) -> str:
+                o = by.get(op)
+                return f"{o['p50_ms']:.2f} / {o['p99_ms']:.2f}" if o else "—"
+
+            lines.append(f"| {store} | {lv['conns']} | {lv['ops_per_sec']:,.0f} | {lv['p50_ms']:.2f} | "
+                         f"{lv['p99_ms']:.2f} | {pp('put')} | {pp('put_writes')} | {pp('get')} | {lv['errors']} |")
+    return "\n".join(lines)
+
+
+def storage_text(r: dict[str, Any]) -> str:
+    st = r.get("storage") or {}
+    lines = []
+    for s, v in st.items():
+        last = v["last"]
+        lines.append(f"- {SAVERS[s]}, turn 50: DynamoDB {last['ddb_by_op']}, S3 {last['s3_by_op'] or 'none'}")
+    return "\n".join(lines)
+
+
+def publish(r: dict[str, Any]) -> None:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    quick = r["meta"]["mode"] == "quick"
+    stem = "quick" if quick else "bench"
+    png = RESULTS / ("chat_turns_quick.png" if quick else "chat_turns.png")
+    r["targets"] = targets(r)
+    has_plot = plot(r, png)
+    m = r["meta"]
+    mc = m["machine"]
+    head = (
+        f"saver benchmark ({m['mode']}): `{m['command']}`, {m['date']}, {m['seconds']:.0f} s\n\n"
+        f"Machine: {mc['cores']} cores ({mc['cpu']}), {mc['memory_gb']} GB, {mc['os']}, "
+        f"kernel {mc['kernel']}, Python {mc['python']}, {mc['go']}; load average at start "
+        f"{mc['load_avg_start'][0]:.2f}, at end {m['load_avg_end'][0]:.2f}.\n"
+        f"Versions: {', '.join(f'{k} {v}' for k, v in m['versions'].items())}.\n"
+    )
+    body = table(r)
+    tgt = targets_text(r["targets"])
+    print()
+    print(head)
+    print(body)
+    print()
+    print("Targets (ratios in this run):")
+    print(tgt)
+    md = [
+        f"# {head}",
+        "Medians over repeated rounds with the savers interleaved; ratios are ours ÷ the anchor "
+        "measured in the same run (for times lower is better, for ops/s higher). emb = HTTPSaver on "
+        "the embedded store, dyn = HTTPSaver on the DynamoDB store.\n",
+        body,
+        "\n## Targets\n",
+        tgt,
+        "\n## DynamoDB requests at turn 50 of the chat loop\n",
+        storage_text(r),
+        "\n## The service alone (Go load generator, 40% put, 10% put_writes, 50% get latest)\n",
+        service_table(r),
+    ]
+    if has_plot:
+        md.append(f"\n![time per turn]({png.name})\n")
+    (RESULTS / f"{stem}.md").write_text("\n".join(md) + "\n")
+    (RESULTS / f"{stem}.json").write_text(json.dumps(r, indent=1, default=str) + "\n")
+    print(f"\nwritten: bench/results/{stem}.md, bench/results/{stem}.json"
+          + (f", bench/results/{png.name}" if has_plot else ""))

@@ -1,0 +1,354 @@
+"""The saver benchmark: our HTTPSaver (embedded and DynamoDB stores) side by side
+with AWS's DynamoDBSaver, PostgresSaver, SqliteSaver and InMemorySaver, on the
+same work in the same run.
+
+    make bench         # full run, ~15 minutes on 2 cores
+    make bench-quick   # smaller, under two minutes
+
+Prints one table, writes it with every figure to bench/results/ (Markdown and
+JSON) and plots the chat loop's time per turn for every saver. Each figure is
+a median over repeated rounds, with the savers interleaved in every round, and
+is compared with the anchor measured in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+import traceback
+import uuid
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import harness  # noqa: E402
+import report  # noqa: E402
+import workloads as wl  # noqa: E402
+from harness import SAVERS, log  # noqa: E402
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How much of each measurement a mode does."""
+
+    mode: str
+    rounds: int  # repetitions of ops and graphs (savers interleaved)
+    ops_per_caller_1: int  # operations per caller at 1 caller
+    ops_per_caller_16: int  # ... at 16 callers
+    graph_runs: int  # invokes of graphs (a) and (c) per round
+    chat_reps: int  # 50-turn chat loops per saver
+    chat_turns: int
+    growth_sizes: tuple[int, ...]
+    growth_reps: int
+    load_conns: tuple[int, ...]
+    load_seconds: float
+    load_warmup: float
+    load_reps: int
+
+
+PLANS = {
+    "quick": Plan("quick", 1, 40, 8, 3, 1, 50, (10, 100, 1000), 10, (1, 4, 16, 64), 1.0, 0.5, 1),
+    "full": Plan("full", 3, 300, 40, 10, 5, 50, (10, 100, 1000, 10000), 30,
+                 (1, 2, 4, 8, 16, 32, 64), 4.0, 1.0, 3),
+}
+
+
+# Round trip added to each DynamoDB request in the simulated-network chat loop
+# (same-region DynamoDB answers in single-digit milliseconds).
+NETWORK_MS = 3.0
+
+
+def guarded(what: str, fn: Callable[[], Any]) -> Any:
+    """Run one measurement; a failure is logged and leaves a gap, not a dead run."""
+    try:
+        return fn()
+    except Exception:
+        log(f"FAILED: {what}")
+        traceback.print_exc()
+        return None
+
+
+def rotate(names: list[str], k: int) -> list[str]:
+    k %= len(names)
+    return names[k:] + names[:k]
+
+
+def med_dicts(rounds: list[dict[str, float]]) -> dict[str, float]:
+    keys = rounds[0].keys() if rounds else []
+    return {k: wl.median([r[k] for r in rounds if r and k in r]) for k in keys}
+
+
+# -- sections ------------------------------------------------------------------------
+
+
+def bench_ops(plan: Plan, savers: dict[str, Any], run_id: str) -> dict[str, Any]:
+    log("1. saver operations (put, put_writes, get_tuple, list) at 1 and 16 callers")
+    per: dict[str, dict[int, list[dict[str, dict[str, float]]]]] = {s: {1: [], 16: []} for s in savers}
+    names = list(savers)
+    for rnd in range(plan.rounds):
+        for name in rotate(names, rnd):
+            for conc, n in ((1, plan.ops_per_caller_1), (16, plan.ops_per_caller_16)):
+                tag = f"{run_id}-{name}-{rnd}-{conc}"
+                res = guarded(f"ops {name} x{conc}", lambda: wl.saver_ops(savers[name], conc, n, tag))
+                if res:
+                    per[name][conc].append(res)
+        log(f"   round {rnd + 1}/{plan.rounds} done")
+    out: dict[str, Any] = {}
+    for name, by_conc in per.items():
+        out[name] = {}
+        for conc, rounds in by_conc.items():
+            if rounds:
+                out[name][str(conc)] = {op: med_dicts([r[op] for r in rounds]) for op in wl.OPS}
+    return out
+
+
+def bench_graphs(plan: Plan, sv: harness.Savers, stack: harness.Stack, run_id: str) -> dict[str, Any]:
+    savers = sv.savers
+    log("2. graphs with durability=sync: (a) 7-node sequence, (b) 50-turn chat, (c) Send fan-out x10")
+    names = list(savers)
+    seq: dict[str, list[float]] = {n: [] for n in names}
+    fan: dict[str, list[float]] = {n: [] for n in names}
+    chat: dict[str, list[list[float]]] = {n: [] for n in names}
+    cpu: dict[str, list[tuple[float, float, float]]] = {n: [] for n in names}  # client, service, db: s/turn
+    steps = {}
+    for rnd in range(max(plan.rounds, plan.chat_reps)):
+        for name in rotate(names, rnd):
+            s = savers[name]
+            if rnd < plan.rounds:
+                r = guarded(f"graph (a) {name}", lambda: wl.time_invokes(
+                    wl.sequential_graph(s), lambda: {"log": [], "data": ""}, plan.graph_runs,
+                    f"seq-{run_id}-{name}-{rnd}"))
+                if r:
+                    seq[name].append(wl.median(r[0]) / r[1])
+                    steps["a"] = r[1]
+                r = guarded(f"graph (c) {name}", lambda: wl.time_invokes(
+                    wl.fanout_graph(s), lambda: {"topic": "refunds", "results": [], "summary": ""},
+                    plan.graph_runs, f"fan-{run_id}-{name}-{rnd}"))
+                if r:
+                    fan[name].append(wl.median(r[0]) / r[1])
+                    steps["c"] = r[1]
+            if rnd < plan.chat_reps:
+                svc_pids, db_pids = sv.backend_pids(name, stack)
+                c0, s0, d0 = time.process_time(), harness.cpu_seconds(svc_pids), harness.cpu_seconds(db_pids)
+                r = guarded(f"graph (b) {name}", lambda: wl.chat_loop(
+                    s, plan.chat_turns, f"{run_id}-{name}-{rnd}"))
+                c1, s1, d1 = time.process_time(), harness.cpu_seconds(svc_pids), harness.cpu_seconds(db_pids)
+                if r:
+                    chat[name].append(r)
+                    n = len(r)
+                    cpu[name].append(((c1 - c0) / n, (s1 - s0) / n, (d1 - d0) / n))
+        log(f"   round {rnd + 1} done")
+    out: dict[str, Any] = {"supersteps": steps}
+    for name in names:
+        turns = [wl.median([rep[t] * 1e3 for rep in chat[name]]) for t in range(plan.chat_turns)] if chat[name] else []
+        out[name] = {
+            "seq_ms_per_step": wl.median(seq[name]) * 1e3,
+            "fanout_ms_per_step": wl.median(fan[name]) * 1e3,
+            "chat_ms_per_turn": wl.median([sum(rep) / len(rep) * 1e3 for rep in chat[name]]),
+            "chat_turn_ms": turns,
+            "chat_cpu_client_ms": wl.median([c[0] for c in cpu[name]]) * 1e3,
+            "chat_cpu_service_ms": wl.median([c[1] for c in cpu[name]]) * 1e3,
+            "chat_cpu_db_ms": wl.median([c[2] for c in cpu[name]]) * 1e3,
+        }
+    return out
+
+
+def bench_storage(plan: Plan, stack: harness.Stack, counted: dict[str, Any], run_id: str) -> dict[str, Any]:
+    log("3. DynamoDB and S3 cost of the chat loop (through the counting proxy)")
+    out = {}
+    for name, saver in counted.items():
+        per_turn: list[dict[str, Any]] = []
+        prev: dict[str, Any] = {}
+
+        def after(_turn: int) -> None:
+            nonlocal prev
+            now = stack.counts()
+            per_turn.append(report.count_delta(prev, now))
+            prev = now
+
+        def run() -> list[float]:
+            nonlocal prev
+            stack.reset_counts()
+            prev = stack.counts()
+            return wl.chat_loop(saver, plan.chat_turns, f"{run_id}-{name}-counted", after)
+
+        times = guarded(f"storage {name}", run)
+        if times:
+            out[name] = report.storage_summary(per_turn, [t * 1e3 for t in times])
+            # The same loop with a network's round trip added to every
+            # DynamoDB request: what request counts cost outside loopback.
+            stack.set_delay(NETWORK_MS)
+            try:
+                slow = guarded(f"storage {name} +{NETWORK_MS} ms",
+                               lambda: wl.chat_loop(saver, plan.chat_turns, f"{run_id}-{name}-rtt"))
+            finally:
+                stack.set_delay(0)
+            if slow:
+                out[name]["rtt_ms_per_turn"] = sum(slow) / len(slow) * 1e3
+                out[name]["rtt_added_ms"] = NETWORK_MS
+    return out
+
+
+def bench_growth(plan: Plan, savers: dict[str, Any], run_id: str) -> dict[str, Any]:
+    log(f"4. growth: one thread at {', '.join(map(str, plan.growth_sizes))} checkpoints")
+    out: dict[str, Any] = {}
+    for name, s in savers.items():
+        thread = f"grow-{run_id}-{name}"
+        writer = wl.ThreadWriter(s, thread, seed=5)
+        out[name] = {}
+        t0 = time.perf_counter()
+        for size in plan.growth_sizes:
+            ok = guarded(f"growth {name} to {size}", lambda: wl.grow_thread(s, writer, size) or True)
+            if not ok:
+                break
+            res = guarded(f"growth {name} at {size}", lambda: wl.growth_point(
+                s, thread, plan.growth_reps, with_tree=name.startswith("ours")))
+            if res is None:
+                break
+            out[name][str(size)] = res
+        log(f"   {SAVERS[name]}: {time.perf_counter() - t0:.1f}s")
+    return out
+
+
+def bench_service(plan: Plan, stack: harness.Stack) -> dict[str, Any]:
+    log("5. the service alone: Go load generator, put/get mix, "
+        f"{','.join(map(str, plan.load_conns))} connections")
+    out: dict[str, Any] = {}
+    for store in ("bolt", "dynamodb"):
+        svc = stack.start_service(store, name=f"loadgen-{store}")
+        reps: list[list[dict[str, Any]]] = []
+        for _ in range(plan.load_reps):
+            proc = subprocess.run(
+                [
+                    str(harness.BIN / "loadgen"),
+                    "-url", svc.url,
+                    "-conns", ",".join(map(str, plan.load_conns)),
+                    "-duration", f"{plan.load_seconds}s",
+                    "-warmup", f"{plan.load_warmup}s",
+                ],
+                capture_output=True, text=True, check=True, timeout=600,
+            )
+            reps.append([json.loads(line) for line in proc.stdout.splitlines() if line.strip()])
+        levels = []
+        for i, conns in enumerate(plan.load_conns):
+            runs = [r[i] for r in reps]
+            levels.append({
+                "conns": conns,
+                "ops_per_sec": wl.median([r["ops_per_sec"] for r in runs]),
+                "p50_ms": wl.median([r["p50_ms"] for r in runs]),
+                "p99_ms": wl.median([r["p99_ms"] for r in runs]),
+                "errors": sum(r["errors"] for r in runs),
+                "by_op": runs[len(runs) // 2]["by_op"],
+            })
+        rss = svc.proc.peak_rss_kb()
+        svc.proc.stop()
+        out[store] = {"levels": levels, "peak_rss_mb": (rss or 0) / 1024}
+        best = max(levels, key=lambda lv: lv["ops_per_sec"])
+        log(f"   {store}: best {best['ops_per_sec']:.0f} ops/s at {best['conns']} conns, "
+            f"peak RSS {(rss or 0) / 1024:.0f} MB")
+    return out
+
+
+# -- main ----------------------------------------------------------------------------
+
+
+def machine() -> dict[str, Any]:
+    cpu = "?"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    osname = platform.platform()
+    try:
+        for line in Path("/etc/os-release").read_text().splitlines():
+            if line.startswith("PRETTY_NAME="):
+                osname = line.split("=", 1)[1].strip('"')
+    except OSError:
+        pass
+    go = subprocess.run(["go", "version"], capture_output=True, text=True).stdout.strip()
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "memory_gb": round(mem_gb),
+        "os": osname,
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+        "go": go.removeprefix("go version "),
+        "load_avg_start": os.getloadavg(),
+    }
+
+
+def versions() -> dict[str, str]:
+    from importlib.metadata import version
+
+    pkgs = ["langgraph", "langgraph-checkpoint", "langgraph-checkpoint-aws",
+            "langgraph-checkpoint-postgres", "langgraph-checkpoint-sqlite", "saver-client", "boto3"]
+    out = {p: version(p) for p in pkgs}
+    pg = subprocess.run(["bash", "-c", "ls /usr/lib/postgresql | sort -V | tail -1"],
+                        capture_output=True, text=True).stdout.strip()
+    out["postgresql"] = pg
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="the smaller run (make bench-quick)")
+    ap.add_argument("--only", default="ops,graphs,storage,growth,service",
+                    help="comma-separated sections to run (default: all)")
+    args = ap.parse_args()
+    plan = PLANS["quick" if args.quick else "full"]
+    sections = set(args.only.split(","))
+    run_id = uuid.uuid4().hex[:8]
+    started = time.time()
+    results: dict[str, Any] = {
+        "meta": {
+            "mode": plan.mode,
+            "command": "make bench-quick" if args.quick else "make bench",
+            "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+            "machine": machine(),
+            "versions": versions(),
+            "plan": asdict(plan),
+        }
+    }
+    stack = harness.Stack(run_id)
+    savers = None
+    try:
+        stack.start_aws()
+        stack.start_pg()
+        stack.start_proxy()
+        savers = harness.build_savers(stack)
+        log(f"savers ready: {', '.join(SAVERS.values())}")
+        if "ops" in sections:
+            results["ops"] = bench_ops(plan, savers.savers, run_id)
+        if "graphs" in sections:
+            results["graphs"] = bench_graphs(plan, savers, stack, run_id)
+        if "storage" in sections:
+            results["storage"] = bench_storage(plan, stack, savers.counted, run_id)
+        if "growth" in sections:
+            results["growth"] = bench_growth(plan, savers.savers, run_id)
+        if "service" in sections:
+            results["service"] = guarded("service", lambda: bench_service(plan, stack))
+    finally:
+        if savers is not None:
+            savers.close()
+        stack.close()
+    results["meta"]["seconds"] = round(time.time() - started, 1)
+    results["meta"]["load_avg_end"] = os.getloadavg()
+    report.publish(results)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
