@@ -1,12 +1,13 @@
-// Package bolt implements saver.Store, saver.TreeStore, saver.Expirer and
-// saver.Ledger in one local file with bbolt, the embedded default store for
-// a single node.
+// Package bolt implements saver.Store, saver.TreeStore, saver.Expirer,
+// saver.Ledger and saver.HeadGuard in one local file with bbolt, the
+// embedded default store for a single node.
 //
 // # Durability
 //
 // Every write is one bbolt transaction committed with fsync, so an
 // acknowledged call survives a crash of the process or the machine. Writers
-// go through DB.Batch: concurrent calls share a transaction and its fsync.
+// go through a group commit (commit.go): a lone write commits at once, and
+// writes arriving during a commit share the next transaction and its fsync.
 //
 // # Key layout
 //
@@ -31,8 +32,10 @@
 // msgpack.
 //
 // The latest checkpoint of (tenant, thread, ns) is the last key of that
-// prefix, found by one seek. Listings walk namespaces backwards from their
-// end and merge them, newest first, stopping at the limit.
+// prefix, found by one seek; a put with ExpectHead seeks it inside its write
+// transaction, which bbolt serialises with every other write, so the head
+// it compares is the head it writes on. Listings walk namespaces backwards
+// from their end and merge them, newest first, stopping at the limit.
 //
 // # Tree nodes
 //
@@ -106,11 +109,8 @@ type Store struct {
 	// Timeout bounds how long Open waits for another process to release the
 	// file. Default: 5s.
 	Timeout time.Duration
-	// MaxBatchDelay is how long a write waits for others to share its
-	// transaction and fsync. Default: 1ms, well under one fsync, so a lone
-	// writer barely waits while concurrent ones still batch.
-	MaxBatchDelay time.Duration
-	// MaxBatchSize caps the calls sharing one transaction. Default: 1000.
+	// MaxBatchSize caps the writes sharing one transaction and fsync (see
+	// groupCommit). Default: 1000.
 	MaxBatchSize int
 	// FileMode is the mode of a newly created file. Default: 0600.
 	FileMode os.FileMode
@@ -118,8 +118,9 @@ type Store struct {
 	// blob and write expiry, read on every call. Default: time.Now.
 	Now func() time.Time
 
-	path string
-	db   *bbolt.DB
+	path   string
+	db     *bbolt.DB
+	writes *groupCommit
 }
 
 var _ saver.Store = (*Store)(nil)
@@ -132,9 +133,6 @@ func WithLogger(l *slog.Logger) Option { return func(s *Store) { s.Logger = l } 
 
 // WithTimeout sets Store.Timeout.
 func WithTimeout(d time.Duration) Option { return func(s *Store) { s.Timeout = d } }
-
-// WithMaxBatchDelay sets Store.MaxBatchDelay.
-func WithMaxBatchDelay(d time.Duration) Option { return func(s *Store) { s.MaxBatchDelay = d } }
 
 // WithNow sets Store.Now.
 func WithNow(now func() time.Time) Option { return func(s *Store) { s.Now = now } }
@@ -151,9 +149,6 @@ func Open(path string, opts ...Option) (*Store, error) {
 	}
 	if s.Timeout == 0 {
 		s.Timeout = 5 * time.Second
-	}
-	if s.MaxBatchDelay == 0 {
-		s.MaxBatchDelay = time.Millisecond
 	}
 	if s.MaxBatchSize == 0 {
 		s.MaxBatchSize = 1000
@@ -175,8 +170,6 @@ func Open(path string, opts ...Option) (*Store, error) {
 	} else if err != nil {
 		return nil, fmt.Errorf("bolt: open %s: %w", path, err)
 	}
-	db.MaxBatchDelay = s.MaxBatchDelay
-	db.MaxBatchSize = s.MaxBatchSize
 	err = db.Update(func(tx *bbolt.Tx) error {
 		for _, name := range buckets {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
@@ -190,6 +183,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("bolt: create buckets in %s: %w", path, err)
 	}
 	s.db = db
+	s.writes = &groupCommit{db: db, max: s.MaxBatchSize}
 	s.Logger.Info("store opened", "path", path)
 	return s, nil
 }
@@ -223,13 +217,14 @@ func (s *Store) view(ctx context.Context, op string, fn func(tx *bbolt.Tx) error
 	return translate(op, s.db.View(fn))
 }
 
-// update runs fn in a batched write transaction and translates its error.
-// Batch may run fn more than once, so fn must only touch the transaction.
+// update runs fn in a shared write transaction and translates its error.
+// The group commit may run fn more than once (when another write in its
+// transaction fails), so fn must only touch the transaction.
 func (s *Store) update(ctx context.Context, op string, fn func(tx *bbolt.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return translate(op, err)
 	}
-	return translate(op, s.db.Batch(fn))
+	return translate(op, s.writes.do(fn))
 }
 
 // translate gives err a code from the saver taxonomy, once, at the edge of

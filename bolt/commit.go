@@ -1,0 +1,96 @@
+package bolt
+
+import (
+	"fmt"
+	"sync"
+
+	"go.etcd.io/bbolt"
+)
+
+// groupCommit runs write functions in shared transactions without a timer.
+// A write that finds no commit running commits at once, so a lone writer
+// never waits; writes that arrive while a commit and its fsync run queue up
+// and share the next one, so concurrent writers still pay one fsync between
+// many. (bbolt's own Batch waits MaxBatchDelay before every commit, which
+// made each lone put at least a millisecond slower.)
+type groupCommit struct {
+	db  *bbolt.DB
+	max int // most calls in one transaction
+
+	mu      sync.Mutex
+	queue   []*pendingWrite
+	running bool
+}
+
+type pendingWrite struct {
+	fn   func(*bbolt.Tx) error
+	done chan error
+}
+
+// do runs fn in a write transaction, possibly shared, and returns once that
+// transaction has committed or failed. fn may run more than once (see
+// commit), exactly as with bbolt's Batch.
+func (g *groupCommit) do(fn func(*bbolt.Tx) error) error {
+	w := &pendingWrite{fn: fn, done: make(chan error, 1)}
+	g.mu.Lock()
+	g.queue = append(g.queue, w)
+	if !g.running {
+		g.running = true
+		go g.loop()
+	}
+	g.mu.Unlock()
+	return <-w.done
+}
+
+// loop commits what is queued, batch after batch, until the queue is empty.
+func (g *groupCommit) loop() {
+	for {
+		g.mu.Lock()
+		n := min(len(g.queue), g.max)
+		if n == 0 {
+			g.running = false
+			g.mu.Unlock()
+			return
+		}
+		batch := make([]*pendingWrite, n)
+		copy(batch, g.queue)
+		g.queue = append(g.queue[:0:0], g.queue[n:]...)
+		g.mu.Unlock()
+		g.commit(batch)
+	}
+}
+
+// commit runs a batch in one transaction. When a function fails the whole
+// transaction rolls back and each function runs again in a transaction of
+// its own, so every caller gets its own error and no failure undoes another
+// caller's write.
+func (g *groupCommit) commit(batch []*pendingWrite) {
+	err := g.db.Update(func(tx *bbolt.Tx) error {
+		for _, w := range batch {
+			if err := safeRun(w.fn, tx); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil || len(batch) == 1 {
+		for _, w := range batch {
+			w.done <- err
+		}
+		return
+	}
+	for _, w := range batch {
+		w.done <- g.db.Update(func(tx *bbolt.Tx) error { return safeRun(w.fn, tx) })
+	}
+}
+
+// safeRun turns a panic in fn into an error: fn runs on the commit
+// goroutine, where a panic would otherwise take the whole process down.
+func safeRun(fn func(*bbolt.Tx) error, tx *bbolt.Tx) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic in write: %v", r)
+		}
+	}()
+	return fn(tx)
+}
