@@ -3,6 +3,7 @@ package bolt
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -23,8 +24,10 @@ func blobKey(ref saver.CheckpointRef, channel, version string) []byte {
 // PutCheckpoint upserts the checkpoint and inserts each blob that is absent
 // (or expired). Every blob the checkpoint references through its channel
 // versions then lives at least as long as the checkpoint (see extendBlob).
+// With ExpectHead, the namespace's head is compared in the same transaction
+// (see headOf): a moved head fails the put before it writes anything.
 func (s *Store) PutCheckpoint(ctx context.Context, in saver.PutCheckpoint) error {
-	// Encode before the transaction: Batch may run the function twice, and
+	// Encode before the transaction: the group commit may run the function twice, and
 	// the encoding is the same every time.
 	ck := checkpointKey(in.CheckpointRef)
 	cv, err := encodeCheckpoint(&in.Checkpoint)
@@ -44,8 +47,23 @@ func (s *Store) PutCheckpoint(ctx context.Context, in saver.PutCheckpoint) error
 	for ch, ver := range in.ChannelVersions {
 		refs = append(refs, blobKey(in.CheckpointRef, ch, ver))
 	}
-	return s.update(ctx, "put checkpoint", func(tx *bbolt.Tx) error {
+	var moved error // the conflict the last run of the function found
+	err = s.update(ctx, "put checkpoint", func(tx *bbolt.Tx) error {
 		now := s.Now()
+		if moved = nil; in.ExpectHead != nil {
+			head, err := headOf(tx.Bucket(bucketCheckpoints), in.CheckpointRef, now)
+			if err != nil {
+				return err
+			}
+			if head != *in.ExpectHead {
+				// Write nothing, yet let the transaction commit: failing it
+				// would roll back the writes of the calls sharing it, which
+				// would all run again alone.
+				moved = saver.Errorf(saver.ECONFLICT, "The head of thread %s, namespace %q moved: it is %s, not %s; read the thread again before putting.",
+					in.ThreadID, in.NS, headName(head), headName(*in.ExpectHead))
+				return nil
+			}
+		}
 		if err := tx.Bucket(bucketCheckpoints).Put(ck, cv); err != nil {
 			return err
 		}
@@ -71,6 +89,37 @@ func (s *Store) PutCheckpoint(ctx context.Context, in saver.PutCheckpoint) error
 		}
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	return moved
+}
+
+var _ saver.HeadGuard = (*Store)(nil)
+
+// GuardsHead reports that puts honour ExpectHead: bbolt serialises write
+// transactions, so the head read in a put's transaction is the head its
+// write lands on.
+func (s *Store) GuardsHead() bool { return true }
+
+// headOf returns the id of the newest live checkpoint of ref's namespace,
+// "" if none: the one GetTuple returns as the latest.
+func headOf(cps *bbolt.Bucket, ref saver.CheckpointRef, now time.Time) (string, error) {
+	prefix := key(ref.Tenant, ref.ThreadID, ref.NS)
+	k, _, err := lastLive(cps.Cursor(), prefix, now)
+	if k == nil || err != nil {
+		return "", err
+	}
+	head, _, err := nextComponent(k[len(prefix):])
+	return head, err
+}
+
+// headName is a head for messages: "" is no checkpoint.
+func headName(id string) string {
+	if id == "" {
+		return "no checkpoint"
+	}
+	return fmt.Sprintf("%q", id)
 }
 
 // GetTuple returns the checkpoint named by ref, or the latest of its

@@ -129,3 +129,15 @@ func TestExpiry(t *testing.T) {
 		return MustOpen(t, filepath.Join(t.TempDir(), "saver.db"), bolt.WithNow(now))
 	})
 }
+
+func TestHeadGuard(t *testing.T) {
+	t.Run("Private", func(t *testing.T) {
+		storetest.RunHeadGuard(t, func(t *testing.T) saver.Store {
+			return MustOpen(t, filepath.Join(t.TempDir(), "saver.db"))
+		})
+	})
+	t.Run("Shared", func(t *testing.T) {
+		shared := MustOpen(t, filepath.Join(t.TempDir(), "saver.db"))
+		storetest.RunHeadGuard(t, func(t *testing.T) saver.Store { return shared })
+	})
+}

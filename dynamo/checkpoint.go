@@ -20,7 +20,9 @@ import (
 // never visible without its blobs. Larger puts send the blobs first and the
 // checkpoint in the last transaction. A put that brings and references no
 // blob is one PutItem. Offloaded payloads are stored before any item that
-// points at them.
+// points at them. A put with ExpectHead reads the head first and updates
+// the lifetimes item in every case, conditioned on its head token (see
+// head.go).
 func (s *Store) PutCheckpoint(ctx context.Context, in saver.PutCheckpoint) error {
 	p, err := s.planPut(ctx, &in)
 	if err != nil {

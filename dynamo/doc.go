@@ -1,5 +1,5 @@
-// Package dynamo implements saver.Store, saver.TreeStore, saver.Ledger and
-// saver.Expirer on one DynamoDB table.
+// Package dynamo implements saver.Store, saver.TreeStore, saver.Ledger,
+// saver.Expirer and saver.HeadGuard on one DynamoDB table.
 //
 // # Item layout
 //
@@ -36,7 +36,9 @@
 //	write       task_id, task_path, idx, channel, value (payload)
 //	blob        channel, version, value (payload)
 //	lifetimes   ch:<channel> = {v: version, e: expiry, r: offloaded
-//	            reference} per channel of the namespace (see lifetimes.go)
+//	            reference} per channel of the namespace (see lifetimes.go);
+//	            head = {i: checkpoint id, n: nonce}, the token of
+//	            conditional puts (see head.go)
 //
 // A payload is a map {type, data} inline, or {type, ref} when an Offloader
 // (s3offload in production) took the data because the item would have been
@@ -69,6 +71,21 @@
 // namespace's checkpoints one after the other; parallel branches and
 // subgraphs write to namespaces of their own.
 //
+// # Conditional puts
+//
+// A put with ExpectHead (saver.HeadGuard) reads the namespace's head with
+// one Query and refuses a moved head there, having written nothing. Its
+// transaction then sets a head token on the lifetimes item, conditioned on
+// the token the read implies, so that of two writers that read the same
+// head only the first to commit succeeds: DynamoDB cancels the other, which
+// reads the head again and returns ECONFLICT. A token left stale by a put
+// without a condition, or by a head that expired or was deleted, costs one
+// Query and one transaction more, once. Puts without a condition neither
+// check nor change the token, and cost what they did; one that lands
+// between a conditional put's read and its transaction is not seen, so the
+// writers of a thread either all send the condition or none does (see
+// head.go).
+//
 // # Requests per operation
 //
 // Counted with Counter and pinned by the integration tests
@@ -84,6 +101,16 @@
 //	                referenced blob (a fork). 1 more per 100 items beyond
 //	                the first; a put of 99 new blobs leaves their entries
 //	                out rather than take a second request
+//	conditional     1 Query (the head, projected) + the put's requests,
+//	put_checkpoint  with the lifetimes item always in the transaction: 1
+//	                TransactWriteItems where the put would be 1 PutItem
+//	                (no blob), 1 TransactWriteItems + 1 PutItem for 99 new
+//	                blobs; so 2 requests in the common case. A moved head:
+//	                the Query alone. A writer that lost a race: Query,
+//	                cancelled TransactWriteItems, Query (3). A stale token:
+//	                + 1 Query + 1 TransactWriteItems, once. Write units: the
+//	                lifetimes item's update (2 for one under 1 KB), also
+//	                when the put brings and references no blob
 //	put_writes      1 TransactWriteItems for up to 100 writes; 1 PutItem for
 //	                a single write; 1 more when some were stored already
 //	                (a replayed task)

@@ -141,14 +141,23 @@ type putPlan struct {
 	dropped []bool    // blobs found stored and live: refs now
 	refs    []blobRef
 	cp      writeOp
-	roles   []opRole // of the ops of the last request
+	roles   []opRole   // of the ops of the last request
+	guard   *headGuard // of a put with ExpectHead (see head.go)
 }
 
 // planPut builds the first request of a put: its new blobs, its checkpoint
-// item and the condition on the blobs it references.
+// item and the condition on the blobs it references. A put with ExpectHead
+// reads the head first, and goes no further if it moved.
 func (s *Store) planPut(ctx context.Context, in *saver.PutCheckpoint) (*putPlan, error) {
 	p := &putPlan{s: s, exp: in.ExpiresAt, now: s.Now()}
 	pk := partitionKey(in.Tenant, in.ThreadID)
+	if in.ExpectHead != nil {
+		g, err := s.guardHead(ctx, in, pk)
+		if err != nil {
+			return nil, err
+		}
+		p.guard = g
+	}
 	p.lkey = lifetimesKey(pk, in.NS)
 	p.blobExp = newBlobExpiry(p.exp, p.now)
 	brought := make(map[[2]string]bool, len(in.Blobs))
@@ -219,7 +228,8 @@ func (p *putPlan) ops() []writeOp {
 // lifetimesOp returns the update of the lifetimes item: the entries this
 // put records (the blobs it brings, and the expiries it learnt or gave),
 // conditioned on the entries that vouch for the blobs it references, and
-// whether there is any such condition.
+// whether there is any such condition. A conditional put sets the head
+// token too, conditioned on it (see head.go).
 func (p *putPlan) lifetimesOp() (writeOp, bool) {
 	c, u := newExpr("c"), newExpr("u")
 	var conds []string
@@ -233,6 +243,9 @@ func (p *putPlan) lifetimesOp() (writeOp, bool) {
 			cond += " OR " + e + " >= " + c.value(attrN(p.exp))
 		}
 		conds = append(conds, "("+cond+"))")
+	}
+	if p.guard != nil {
+		conds = append(conds, p.guard.cond(c))
 	}
 	// One entry per channel: the version the checkpoint references wins
 	// over another brought with it (an entry may say less, never more, so
@@ -261,6 +274,9 @@ func (p *putPlan) lifetimesOp() (writeOp, bool) {
 		}
 	}
 	sets := []string{u.name(attrKind) + " = " + u.value(attrS(itemLifetimes))}
+	if p.guard != nil {
+		sets = append(sets, u.name(attrHead)+" = "+u.value(p.guard.token()))
+	}
 	for _, ch := range channels {
 		sets = append(sets, u.name(entryPrefix+ch)+" = "+u.value(entries[ch]))
 	}
@@ -306,6 +322,11 @@ func (p *putPlan) revise(ctx context.Context, failed map[int]item) error {
 		r := p.roles[i]
 		switch r.kind {
 		case roleLifetimes:
+			if p.guard != nil && !p.guard.accepts(old) {
+				if err := p.guard.revise(ctx, p.s, old); err != nil {
+					return err
+				}
+			}
 			if err := p.reviseLifetimes(ctx, old); err != nil {
 				return err
 			}

@@ -12,9 +12,10 @@
 // store (a DynamoDB table, say).
 //
 // The optional interfaces have contracts of their own, which a store that
-// implements them runs too. RunTree checks saver.TreeStore. RunLedger checks
-// saver.Ledger, and RunExpiry checks expiries and saver.Expirer, with a Clock
-// per subtest, which open hands to the store:
+// implements them runs too. RunTree checks saver.TreeStore and RunHeadGuard
+// conditional puts (saver.HeadGuard). RunLedger checks saver.Ledger, and
+// RunExpiry checks expiries and saver.Expirer, with a Clock per subtest,
+// which open hands to the store:
 //
 //	func TestLedger(t *testing.T) {
 //		storetest.RunLedger(t, func(t *testing.T, now func() time.Time) storetest.LedgerStore {

@@ -49,7 +49,9 @@ class RetryPolicy:
     Only connection failures and 503 `unavailable` are retried. Every operation
     of the protocol is idempotent (puts upsert, writes are keyed by task and
     index, deletes are absolute), so a request that may or may not have reached
-    the service can always be sent again.
+    the service can always be sent again. A conditional put (`expected_head`)
+    sent again after it was stored is refused, its own checkpoint being the
+    head by then; `HTTPSaver.put` reads the checkpoint back and succeeds.
     """
 
     max_attempts: int = 6

@@ -32,7 +32,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from saver_client._transport import RetryPolicy, Transport
 from saver_client._version import __version__
-from saver_client.errors import BadResponseError, NotFoundError
+from saver_client.errors import BadResponseError, ConflictError, NotFoundError
 from saver_client.ledger import (
     DEFAULT_WAIT_TIMEOUT,
     MAX_MESSAGE_BYTES,
@@ -65,6 +65,11 @@ _PRUNE_STRATEGIES = ("keep_latest", "delete")
 Scope = Literal["session", "persistent"]
 # The configurable key a run sets to choose its thread's retention scope.
 SCOPE_KEY = "saver_scope"
+
+# Metadata sources of the puts that continue the head a run read: LangGraph's
+# input and loop steps. Forks and state updates ("fork", "update") branch
+# off an older checkpoint on purpose and are never conditioned.
+_CONDITIONED_SOURCES = ("input", "loop")
 
 
 def _check_scope(scope: Any) -> Scope | None:
@@ -100,6 +105,18 @@ class HTTPSaver(BaseCheckpointSaver[str]):
             after the service's session TTL, hours by default) or `"persistent"`.
             `None` takes the service's default. A run can choose per thread
             with `config["configurable"]["saver_scope"]`.
+        detect_conflicts: Fail a run whose thread another writer moved under
+            it. Each checkpoint an input or loop step puts is then stored only
+            if its parent (the checkpoint the run read) is still the newest in
+            its namespace; otherwise nothing is stored and `put` raises
+            `ConflictError`, so two runs on one thread never fork it silently.
+            Forks and `update_state` branch off older checkpoints on purpose
+            and are stored unconditionally; a run that starts new input from an
+            older `checkpoint_id` is not a fork and fails (fork it with
+            `update_state` first). Off by default: LangGraph runs one writer
+            per thread and does not need it. Give every writer of a thread the
+            same setting: an unconditioned put racing a conditioned one can go
+            unseen.
     """
 
     def __init__(
@@ -112,9 +129,11 @@ class HTTPSaver(BaseCheckpointSaver[str]):
         timeout: float | httpx.Timeout = 30.0,
         retry: RetryPolicy | None = None,
         scope: Scope | None = None,
+        detect_conflicts: bool = False,
     ) -> None:
         super().__init__(serde=serde)
         self.scope = _check_scope(scope)
+        self.detect_conflicts = bool(detect_conflicts)
         base_url = url or os.environ.get(URL_ENV)
         if not base_url:
             raise ValueError(f"HTTPSaver needs the service URL: pass url= or set {URL_ENV}")
@@ -235,7 +254,45 @@ class HTTPSaver(BaseCheckpointSaver[str]):
             ],
             "scope": self._scope(conf),
         }
+        if self.detect_conflicts and metadata.get("source") in _CONDITIONED_SOURCES:
+            # The parent is the head the run read ("" for a new thread).
+            body["expected_head"] = body["parent_checkpoint_id"]
         return f"/v1/threads/{_seg(thread_id)}/checkpoints", body
+
+    @staticmethod
+    def _landed_request(path: str, body: Wire) -> tuple[str, dict[str, str]]:
+        """The read that tells whether a conditioned put was stored after all."""
+        params = {"checkpoint_ns": body["checkpoint_ns"], "checkpoint_id": body["checkpoint_id"]}
+        return path.removesuffix("/checkpoints") + "/checkpoint", params
+
+    @staticmethod
+    def _landed(wire: Any, body: Wire) -> bool:
+        """Whether a stored checkpoint is the one the put sent.
+
+        Checkpoint ids are unique per checkpoint, so a checkpoint under the
+        put's id and with its parent is the put's own: an earlier try of it,
+        retried after a lost answer, which the service refuses because the
+        head is now that very checkpoint.
+        """
+        return (
+            isinstance(wire, Mapping)
+            and (wire.get("parent_checkpoint_id") or "") == body["parent_checkpoint_id"]
+        )
+
+    @staticmethod
+    def _conflict(exc: ConflictError, body: Wire, thread_id: str) -> ConflictError:
+        parent = body["parent_checkpoint_id"]
+        where = f"checkpoint {parent!r}" if parent else "its start"
+        return ConflictError(
+            exc.code,
+            f"thread {thread_id!r} (namespace {body['checkpoint_ns']!r}) moved on from "
+            f"{where}, where this run was: another writer stored checkpoints since (or the "
+            f"run gave new input to an older checkpoint; fork with update_state for that). "
+            f"Checkpoint {body['checkpoint_id']!r} was not stored; read the thread again "
+            f"and run from its head. ({exc.message})",
+            status=exc.status,
+            request_id=exc.request_id,
+        )
 
     def _scope(self, conf: Mapping[str, Any]) -> str:
         return _check_scope(conf.get(SCOPE_KEY) or self.scope) or ""
@@ -455,9 +512,25 @@ class HTTPSaver(BaseCheckpointSaver[str]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        """Store a checkpoint and the blobs of its new channel versions."""
+        """Store a checkpoint and the blobs of its new channel versions.
+
+        With `detect_conflicts`, raises ConflictError when another writer
+        moved the thread's head since the run read it; nothing is stored then.
+        """
         path, body = self._put_request(config, checkpoint, metadata, new_versions)
-        return _stored_config(self._transport.request("POST", path, body=body))
+        try:
+            return _stored_config(self._transport.request("POST", path, body=body))
+        except ConflictError as exc:
+            if "expected_head" not in body:
+                raise
+            read, params = self._landed_request(path, body)
+            try:
+                wire = self._transport.request("GET", read, params=params)
+            except NotFoundError:
+                wire = None
+            if self._landed(wire, body):
+                return _stored_config(wire)
+            raise self._conflict(exc, body, str(config["configurable"]["thread_id"])) from exc
 
     def put_writes(
         self,
@@ -729,7 +802,19 @@ class HTTPSaver(BaseCheckpointSaver[str]):
     ) -> RunnableConfig:
         """Async `put`."""
         path, body = self._put_request(config, checkpoint, metadata, new_versions)
-        return _stored_config(await self._transport.arequest("POST", path, body=body))
+        try:
+            return _stored_config(await self._transport.arequest("POST", path, body=body))
+        except ConflictError as exc:
+            if "expected_head" not in body:
+                raise
+            read, params = self._landed_request(path, body)
+            try:
+                wire = await self._transport.arequest("GET", read, params=params)
+            except NotFoundError:
+                wire = None
+            if self._landed(wire, body):
+                return _stored_config(wire)
+            raise self._conflict(exc, body, str(config["configurable"]["thread_id"])) from exc
 
     async def aput_writes(
         self,
