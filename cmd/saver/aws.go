@@ -35,6 +35,9 @@ func openAWS(ctx context.Context, c Config, logger *slog.Logger) (*awsStore, err
 	if err != nil {
 		return nil, fmt.Errorf("aws config: %w", err)
 	}
+	if err := injectFaults(&cfg, logger); err != nil { // test-only, off unless SAVER_FAULTS is set
+		return nil, err
+	}
 	st := &awsStore{Counter: dynamo.NewCounter(), S3Counter: dynamo.NewCounter()}
 	st.Store = dynamo.NewStore(dynamo.NewClient(cfg, st.Counter), c.Table)
 	if c.Bucket != "" {
