@@ -328,10 +328,12 @@ class AckLog:
         self.puts: dict[tuple[str, str, str], list[PutRecord]] = {}
         self.writes: dict[tuple[str, str, str, str], list[WritesRecord]] = {}
         self.acked: list[PutRecord | WritesRecord] = []
+        self._attempted = self._settled = 0
         self._file = open(path, "a") if path else None  # closed in close()
 
     def attempt(self, rec: PutRecord | WritesRecord) -> None:
         with self._lock:
+            self._attempted += 1
             if isinstance(rec, PutRecord):
                 self.puts.setdefault((rec.thread_id, rec.ns, rec.checkpoint_id), []).append(rec)
             else:
@@ -347,6 +349,15 @@ class AckLog:
                 line = [kind, rec.thread_id, rec.ns, rec.checkpoint_id, task, time.time()]
                 self._file.write(json.dumps(line) + "\n")
                 self._file.flush()
+
+    def settle(self) -> None:
+        """A call attempted has returned, acknowledged or failed."""
+        with self._lock:
+            self._settled += 1
+
+    def in_flight(self) -> int:
+        with self._lock:
+            return self._attempted - self._settled
 
     def count(self) -> int:
         with self._lock:
@@ -399,21 +410,30 @@ class RecordingSaver(HTTPSaver):
     def put(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
         rec = self._put_record(config, checkpoint, metadata)
         self.ack_log.attempt(rec)
-        out = super().put(config, checkpoint, metadata, new_versions)
-        self.ack_log.ack(rec)
+        try:
+            out = super().put(config, checkpoint, metadata, new_versions)
+            self.ack_log.ack(rec)
+        finally:
+            self.ack_log.settle()
         return out
 
     def put_writes(self, config: Any, writes: Any, task_id: str, task_path: str = "") -> None:
         rec = self._writes_record(config, writes, task_id)
         self.ack_log.attempt(rec)
-        super().put_writes(config, writes, task_id, task_path)
-        self.ack_log.ack(rec)
+        try:
+            super().put_writes(config, writes, task_id, task_path)
+            self.ack_log.ack(rec)
+        finally:
+            self.ack_log.settle()
 
     async def aput(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
         rec = self._put_record(config, checkpoint, metadata)
         self.ack_log.attempt(rec)
-        out = await super().aput(config, checkpoint, metadata, new_versions)
-        self.ack_log.ack(rec)
+        try:
+            out = await super().aput(config, checkpoint, metadata, new_versions)
+            self.ack_log.ack(rec)
+        finally:
+            self.ack_log.settle()
         return out
 
     async def aput_writes(
@@ -421,8 +441,11 @@ class RecordingSaver(HTTPSaver):
     ) -> None:
         rec = self._writes_record(config, writes, task_id)
         self.ack_log.attempt(rec)
-        await super().aput_writes(config, writes, task_id, task_path)
-        self.ack_log.ack(rec)
+        try:
+            await super().aput_writes(config, writes, task_id, task_path)
+            self.ack_log.ack(rec)
+        finally:
+            self.ack_log.settle()
 
 
 @dataclass

@@ -217,10 +217,15 @@ def run_through_outage(
     probe_size: int,
     payload: int,
     tmp_path: Path,
+    between_calls: bool = False,
 ) -> None:
     """Run a graph; when it reaches its fifth node, take the backend down;
     check that calls get clear 503s; bring it back; the run must resume from
-    its last checkpoint and complete with nothing lost or run twice."""
+    its last checkpoint and complete with nothing lost or run twice.
+
+    `between_calls`: take it down only once no put or put_writes is in
+    flight, rather than whenever the fifth node starts (the writes of the
+    fourth may still be going)."""
     calls: Counter[str] = Counter()
     reached, go_on = threading.Event(), threading.Event()
 
@@ -256,6 +261,8 @@ def run_through_outage(
     try:
         wait_until("the run to reach s04", lambda: reached.is_set() or bool(errors), RUN_TIMEOUT)
         assert not errors, errors
+        if between_calls:
+            wait_until("the writes in flight to settle", lambda: log.in_flight() == 0, RUN_TIMEOUT)
         acked_before = log.count()
         down()
         is_down = True
@@ -359,14 +366,20 @@ def test_s3_cut_off_mid_run(spawn_service: Callable[..., ServiceProcess], tmp_pa
         service = spawn_service(
             outage_env(AWS_ENDPOINT_URL_S3=proxy.url, SAVER_OFFLOAD_BYTES="1024")
         )
+        # Cut between calls: LocalStack 4.14's S3 answers a PutObject cut
+        # mid-body with a 500 ("I/O operation on closed file") and from then
+        # on leaves every GetObject of that key hanging, an emulator fault
+        # that real S3 does not have and that says nothing about the saver.
+        # (The kill -9 tests cut the service's own requests mid-flight.)
         run_through_outage(
             service,
-            what="S3 cut off mid-run (offloaded payloads; proxy refusing and cutting connections)",
+            what="S3 cut off mid-run (offloaded payloads; proxy refusing connections, idle ones cut)",
             down=proxy.stop,
             up=proxy.start,
             probe_size=4096,
             payload=4096,
             tmp_path=tmp_path,
+            between_calls=True,
         )
     finally:
         proxy.stop()
