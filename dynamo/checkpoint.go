@@ -108,9 +108,10 @@ func (s *Store) getTuple(ctx context.Context, ref saver.CheckpointRef) (*partial
 // partial is a checkpoint as read, before its values are resolved and its
 // offloaded payloads fetched.
 type partial struct {
-	tup    *saver.Tuple
-	writes []*saver.Write
-	loads  loads
+	tup     *saver.Tuple
+	writes  []*saver.Write
+	bundles []*saver.Typed // bundle values (see bundle.go), unpacked by complete
+	loads   loads
 }
 
 // walker turns one namespace's items, in descending key order, into
@@ -158,6 +159,14 @@ func newPartial(tenant string, cp item, writes []item) (*partial, error) {
 	}
 	p.tup = tup
 	for _, it := range writes {
+		if isBundle(it) {
+			v := &saver.Typed{}
+			if err := p.loads.payload(it[attrValue], v); err != nil {
+				return nil, fmt.Errorf("bundle of task %s: %w", getS(it, attrTaskID), err)
+			}
+			p.bundles = append(p.bundles, v)
+			continue
+		}
 		w, err := decodeWrite(it, &p.loads)
 		if err != nil {
 			return nil, err
@@ -221,10 +230,43 @@ func (s *Store) complete(ctx context.Context, tenant string, ps []*partial) ([]*
 		for _, w := range p.writes {
 			tup.Writes = append(tup.Writes, *w)
 		}
+		if err := p.unbundle(); err != nil {
+			return nil, fmt.Errorf("checkpoint %s: %w", tup.ID, err)
+		}
 		sortWrites(tup.Writes)
 		out[i] = tup
 	}
 	return out, nil
+}
+
+// unbundle adds the writes of p's bundles to its tuple. A write also stored
+// on its own, or in an earlier bundle, is kept once: the same task and idx
+// stored twice means a replayed task, which stores the same writes.
+func (p *partial) unbundle() error {
+	if len(p.bundles) == 0 {
+		return nil
+	}
+	type writeID struct {
+		task string
+		idx  int64
+	}
+	seen := make(map[writeID]bool, len(p.tup.Writes))
+	for _, w := range p.tup.Writes {
+		seen[writeID{w.TaskID, w.Idx}] = true
+	}
+	for _, b := range p.bundles {
+		ws, err := unbundle(*b)
+		if err != nil {
+			return err
+		}
+		for _, w := range ws {
+			if id := (writeID{w.TaskID, w.Idx}); !seen[id] {
+				seen[id] = true
+				p.tup.Writes = append(p.tup.Writes, w)
+			}
+		}
+	}
+	return nil
 }
 
 // sortWrites orders writes as the contract returns them: by task path, task

@@ -12,6 +12,7 @@
 //
 //	SK  c!<ns>!<checkpoint id>!                          checkpoint
 //	    c!<ns>!<checkpoint id>!w!<task id>!<idx>!        pending write
+//	    c!<ns>!<checkpoint id>!w!<task id>!b<idx>!       bundle of writes
 //	    b!<ns>!<channel>!<version>!                      channel value (blob)
 //	    x!<ns>!                                          blob lifetimes
 //
@@ -33,7 +34,9 @@
 //	            channel_versions (map), scope, run_id (for delete_for_runs),
 //	            source, step, parents (copied out of the metadata for tree
 //	            queries; absent when the metadata has no such value)
-//	write       task_id, task_path, idx, channel, value (payload)
+//	write       task_id, task_path, idx, channel, value (payload); a
+//	            bundle holds bundle (its number of writes) and the writes
+//	            msgpacked in value, in place of idx and channel
 //	blob        channel, version, value (payload)
 //	lifetimes   ch:<channel> = {v: version, e: expiry, r: offloaded
 //	            reference} per channel of the namespace (see lifetimes.go);
@@ -111,9 +114,13 @@
 //	                + 1 Query + 1 TransactWriteItems, once. Write units: the
 //	                lifetimes item's update (2 for one under 1 KB), also
 //	                when the put brings and references no blob
-//	put_writes      1 TransactWriteItems for up to 100 writes; 1 PutItem for
-//	                a single write; 1 more when some were stored already
-//	                (a replayed task)
+//	put_writes      1 TransactWriteItems for up to 100 writes (4 MB); 1
+//	                PutItem for a single write; 1 more when some were stored
+//	                already (a replayed task). Beyond one transaction, 1
+//	                PutItem of a bundle of the writes (+ 1 S3 PutObject when
+//	                over the offload threshold), or 1 TransactWriteItems of
+//	                the bundle and the special writes (negative idx), so that
+//	                a put_writes is stored whole or not at all (bundle.go)
 //	get_tuple       1 Query (the checkpoint with its writes, latest or by id)
 //	                + 1 BatchGetItem per 100 channel values
 //	list            1 Query per page in one namespace (thread and namespace

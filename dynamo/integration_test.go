@@ -146,6 +146,23 @@ func TestRequestCounts(t *testing.T) {
 			}
 			storetest.MustPutWrites(t, s, storetest.At(ref, "0007"), ws...)
 		}},
+		// Past one transaction: one bundle item, alone or with the special
+		// writes in one transaction.
+		{"Put150Writes", requests{"PutItem": 1}, func(t *testing.T) {
+			var ws []saver.Write
+			for i := range 150 {
+				ws = append(ws, storetest.NewWrite("v", int64(i), "ch", "w"))
+			}
+			storetest.MustPutWrites(t, s, storetest.At(ref, "0007"), ws...)
+		}},
+		{"Put150WritesAndAnError", requests{"TransactWriteItems": 1}, func(t *testing.T) {
+			var ws []saver.Write
+			for i := range 150 {
+				ws = append(ws, storetest.NewWrite("x", int64(i), "ch", "w"))
+			}
+			ws = append(ws, storetest.NewWrite("x", -1, "__error__", "boom"))
+			storetest.MustPutWrites(t, s, storetest.At(ref, "0007"), ws...)
+		}},
 		{"GetLatest150Values", requests{"Query": 1, "BatchGetItem": 2}, func(t *testing.T) {
 			tup := storetest.MustGetTuple(t, s, ref)
 			if tup.ID != "0008" || len(tup.Values) != 150 || len(tup.Writes) != 1 {
@@ -154,7 +171,7 @@ func TestRequestCounts(t *testing.T) {
 		}},
 		{"GetByID", requests{"Query": 1, "BatchGetItem": 1}, func(t *testing.T) {
 			tup := storetest.MustGetTuple(t, s, storetest.At(ref, "0007"))
-			if len(tup.Values) != 99 || len(tup.Writes) != 125 {
+			if len(tup.Values) != 99 || len(tup.Writes) != 426 {
 				t.Fatalf("0007 has %d values, %d writes", len(tup.Values), len(tup.Writes))
 			}
 		}},
@@ -182,8 +199,9 @@ func TestRequestCounts(t *testing.T) {
 				t.Fatalf("nodes %+v, want 9 with an error on 0007", nodes)
 			}
 		}},
-		{"DeleteThread", requests{"Query": 1, "BatchWriteItem": 16}, func(t *testing.T) {
-			// 9 checkpoints, 5+1+25+100 writes, 5+5+99+150 blobs: 399 items, 25 a request.
+		{"DeleteThread", requests{"Query": 1, "BatchWriteItem": 17}, func(t *testing.T) {
+			// 9 checkpoints, 5+1+25+100 writes, 2 bundles and an error
+			// write, 5+5+99+150 blobs: 402 items, 25 a request.
 			if err := s.DeleteThread(t.Context(), ref.Tenant, ref.ThreadID); err != nil {
 				t.Fatal(err)
 			}

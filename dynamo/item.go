@@ -192,8 +192,9 @@ func nodeParents(v any) item {
 	return out
 }
 
-// writeItem returns the item of a pending write against ref.
-func (s *Store) writeItem(ctx context.Context, ref saver.CheckpointRef, w saver.Write, exp int64) (item, error) {
+// writeItem returns the item of a pending write against ref, its value
+// inline: PutWrites offloads it once it knows the writes go one per item.
+func writeItem(ref saver.CheckpointRef, w saver.Write, exp int64) item {
 	it := item{
 		attrPK:       attrS(partitionKey(ref.Tenant, ref.ThreadID)),
 		attrSK:       attrS(writeKey(ref.NS, ref.ID, w.TaskID, w.Idx)),
@@ -210,10 +211,7 @@ func (s *Store) writeItem(ctx context.Context, ref saver.CheckpointRef, w saver.
 	if exp != 0 {
 		it[attrExpiresAt] = attrN(exp)
 	}
-	if err := s.offload(ctx, ref.Tenant, ref.ThreadID, it, attrValue, w.Value, exp); err != nil {
-		return nil, err
-	}
-	return it, nil
+	return it
 }
 
 // blobItem returns the item of a channel value.

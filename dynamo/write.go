@@ -8,8 +8,10 @@ import (
 	"github.com/saver-dev/saver"
 )
 
-// PutWrites stores a task's writes in one request for up to 100 writes (a
-// TransactWriteItems, or a single PutItem for one write). Writes with a
+// PutWrites stores a task's writes in one request: a TransactWriteItems of
+// one item per write when they fit one (100 items, 4 MB), a single PutItem
+// for one write, and one bundle item otherwise (see bundle.go), so that the
+// writes of a put are stored all together or not at all. Writes with a
 // negative idx (special channels) replace; the others are inserted only if
 // absent or expired, so that a replayed task keeps its first writes, value
 // and expiry. A replayed write fails its condition and cancels the
@@ -18,18 +20,33 @@ import (
 // after where it will be.
 func (s *Store) PutWrites(ctx context.Context, in saver.PutWrites) error {
 	now := s.Now()
-	ops := make([]writeOp, 0, len(in.Writes))
-	for _, w := range in.Writes {
-		it, err := s.writeItem(ctx, in.CheckpointRef, w, in.ExpiresAt)
+	writes := in.Writes
+	ops := writeOps(in.CheckpointRef, writes, in.ExpiresAt)
+	var bundle []writeOp
+	// Sizes are measured inline: offloading only shrinks items, so writes
+	// that fit one transaction now still fit once offloaded.
+	if len(chunkOps(ops, maxTransactItems, maxTransactBytes)) > 1 {
+		op, specials, err := s.bundle(ctx, in)
 		if err != nil {
+			return fmt.Errorf("dynamo: put writes on %s: %w", in.ID, err)
+		}
+		writes, bundle = specials, []writeOp{op}
+		ops = writeOps(in.CheckpointRef, writes, in.ExpiresAt)
+		if len(chunkOps(append(ops, op), maxTransactItems, maxTransactBytes)) > 1 {
+			return saver.Errorf(saver.ETOOLARGE, "A put_writes of more than %d writes may hold at most %d to special channels (negative idx); this one has %d.",
+				maxTransactItems, maxTransactItems-1, len(specials))
+		}
+	}
+	for i, w := range writes {
+		op := &ops[i]
+		if err := s.offload(ctx, in.Tenant, in.ThreadID, op.item, attrValue, w.Value, in.ExpiresAt); err != nil {
 			return fmt.Errorf("dynamo: put writes on %s: write %s/%d: %w", in.ID, w.TaskID, w.Idx, err)
 		}
-		op := writeOp{item: it}
 		if !w.Upserts() {
 			op.cond = absentOrExpired(now)
 		}
-		ops = append(ops, op)
 	}
+	ops = append(ops, bundle...)
 	// Each round drops at least one op, so the loop ends.
 	for len(ops) > 0 {
 		err := s.transact(ctx, ops)
@@ -49,4 +66,13 @@ func (s *Store) PutWrites(ctx context.Context, in saver.PutWrites) error {
 		ops = kept
 	}
 	return nil
+}
+
+// writeOps returns a put of each write's item, values inline.
+func writeOps(ref saver.CheckpointRef, writes []saver.Write, exp int64) []writeOp {
+	ops := make([]writeOp, len(writes))
+	for i, w := range writes {
+		ops[i] = writeOp{item: writeItem(ref, w, exp)}
+	}
+	return ops
 }

@@ -302,3 +302,66 @@ func TestProductionBackoffBounded(t *testing.T) {
 	}
 	t.Logf("every try throttled: %d tries, 503 after %v (request timeout 30s)", dynamo.MaxAttempts, a.Elapsed.Round(time.Millisecond))
 }
+
+// TestLargePutWritesAllOrNothing fails a put_writes too large for one
+// DynamoDB transaction (150 writes, as a node Sending to 150 workers makes;
+// inline, offloaded, and with an error write alongside) at each of its
+// requests in turn, past the retries. LangGraph takes a task with any pending
+// write for done and applies only the writes it finds, so a partial set left
+// visible would silently drop the rest on resume: after each failure the
+// writes must be all there or none, and the retry must make them whole.
+func TestLargePutWritesAllOrNothing(t *testing.T) {
+	tests := []struct {
+		name  string
+		size  int  // bytes per write
+		error bool // an error write (negative idx) in the same put
+	}{
+		{"inline", 10, false},
+		{"offloaded", 3000, false},
+		{"with-error-write", 10, true},
+	}
+	const n = 150
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRig(t, 0, true)
+			body := writesBody("0001", "fan", n, tt.size)
+			want := n
+			if tt.error {
+				ws := body["writes"].([]map[string]any)
+				body["writes"] = append(ws, map[string]any{
+					"task_id": "fan", "task_path": "~", "idx": -1, "channel": "__error__", "value": typed("boom", 0),
+				})
+				want++
+			}
+			for skip := int64(0); ; skip++ {
+				if skip > 10 {
+					t.Fatalf("the put_writes still fails with the first %d requests let through", skip)
+				}
+				thread := fmt.Sprintf("large-writes-%d-%s", skip, localstack.Name(""))
+				mustStatus(t, "put", r.api.put(thread, checkpointBody("0001", "", 3, 10)), http.StatusOK)
+				r.ft.Set(faults.Rule{Fault: faults.ServerError, Rate: 1, Skip: skip})
+				a := r.api.writes(thread, body)
+				r.ft.Clear()
+				g := r.clean.get(thread, "0001")
+				mustStatus(t, "get", g, http.StatusOK)
+				ws, _ := g.Body["writes"].([]any)
+				if a.Status == http.StatusNoContent {
+					if len(ws) != want {
+						t.Fatalf("acknowledged put_writes of %d writes shows %d", want, len(ws))
+					}
+					t.Logf("%s: the put_writes takes %d requests; failing each left nothing visible", tt.name, skip)
+					return
+				}
+				mustUnavailable(t, fmt.Sprintf("put_writes failing after %d requests", skip), a)
+				if len(ws) != 0 && len(ws) != want {
+					t.Fatalf("a put_writes of %d writes failing after %d requests (503) left %d visible; want all or none",
+						want, skip, len(ws))
+				}
+				mustStatus(t, "writes again", r.api.writes(thread, body), http.StatusNoContent)
+				if ws, _ := r.clean.get(thread, "0001").Body["writes"].([]any); len(ws) != want {
+					t.Fatalf("after the retry: %d writes, want %d", len(ws), want)
+				}
+			}
+		})
+	}
+}

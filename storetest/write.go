@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -18,6 +19,7 @@ var writeTests = []test{
 	{"PerCheckpoint", testWritesPerCheckpoint},
 	{"PerNamespace", testWritesPerNamespace},
 	{"PerThread", testWritesPerThread},
+	{"Many", testWritesMany},
 }
 
 func testWritesRoundTrip(t *testing.T, s saver.Store) {
@@ -204,6 +206,47 @@ func testWritesPerThread(t *testing.T, s saver.Store) {
 		got := WriteValues(MustGetTuple(t, s, ref))
 		if want := []string{"task-1/0/ch=" + ref.ThreadID}; !cmp.Equal(got, want) {
 			t.Errorf("writes of %s = %v, want %v", ref.ThreadID, got, want)
+		}
+	}
+}
+
+// testWritesMany puts more writes than one request of some stores holds (a
+// fan-out of 150 Sends, with an error alongside): all are read back, a
+// replay keeps the first values of the ordinary writes and replaces the
+// special one, and writes put on their own before are kept once.
+func testWritesMany(t *testing.T, s saver.Store) {
+	ref := NewRef()
+	in := NewCheckpoint(ref, "0001")
+	MustPutCheckpoint(t, s, in)
+	many := func(label string) []saver.Write {
+		var ws []saver.Write
+		for i := range 150 {
+			ws = append(ws, NewWrite("fan", int64(i), "ch", fmt.Sprintf("%s %d", label, i)))
+		}
+		return append(ws, NewWrite("fan", -1, "__error__", label+" error"))
+	}
+	early := NewWrite("fan", 7, "ch", "early 7")
+	MustPutWrites(t, s, At(ref, "0001"), early)
+	first := many("first")
+	MustPutWrites(t, s, At(ref, "0001"), first...)
+	want := append([]saver.Write{early}, first[:7]...)
+	want = append(want, first[8:]...)
+	MustEqualTuple(t, MustGetTuple(t, s, ref), WantTuple(in, want...))
+
+	replay := many("replay")
+	MustPutWrites(t, s, At(ref, "0001"), replay...)
+	want[len(want)-1] = replay[len(replay)-1]
+	MustEqualTuple(t, MustGetTuple(t, s, ref), WantTuple(in, want...))
+	if got := MustList(t, s, saver.ListFilter{Tenant: ref.Tenant, ThreadID: ref.ThreadID}); len(got) != 1 || len(got[0].Writes) != len(want) {
+		t.Fatalf("list: %d tuples, first with %d writes; want 1 with %d", len(got), len(got[0].Writes), len(want))
+	}
+	if ts, ok := s.(saver.TreeStore); ok {
+		nodes, err := ts.ListNodes(t.Context(), ref.Tenant, ref.ThreadID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(nodes) != 1 || !nodes[0].HasError {
+			t.Fatalf("nodes = %+v; want one node with an error", nodes)
 		}
 	}
 }
