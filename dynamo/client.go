@@ -11,13 +11,21 @@ import (
 )
 
 // Retry policy. DynamoDB throttles by partition and recovers in well under a
-// second, so a request is tried up to MaxAttempts times with exponential
-// backoff and full jitter capped at MaxBackoff: about 5 s in the worst case,
-// less than a caller's request timeout. Past that the store returns
-// EUNAVAILABLE and the API answers 503 with Retry-After.
+// second, so a request is tried up to MaxAttempts times. Each wait is drawn
+// uniformly below min(base * 2^retry, MaxBackoff) (full jitter, so that the
+// retries of many callers spread out), where base is 1 s for throttling,
+// as the SDK fixes it, and BaseDelay for other errors: at most 7 s of waits
+// in all when every try is throttled (3.5 s expected) and 2.6 s otherwise.
+// The API's request timeout (5 s by default) ends them sooner; either way
+// the store returns EUNAVAILABLE and the API answers 503 with Retry-After.
+//
+// The SDK's retry quota stays on: when most calls fail (DynamoDB down),
+// it stops retrying until calls succeed again, so that an outage costs
+// callers a quick 503 rather than every request waiting out its retries.
 const (
 	MaxAttempts = 8
-	MaxBackoff  = 2 * time.Second
+	MaxBackoff  = time.Second
+	BaseDelay   = 25 * time.Millisecond
 )
 
 // NewRetryer returns the SDK retryer the store's client should use: the
@@ -28,7 +36,7 @@ func NewRetryer() aws.Retryer {
 	return retry.NewStandard(func(o *retry.StandardOptions) {
 		o.MaxAttempts = MaxAttempts
 		o.MaxBackoff = MaxBackoff
-		o.Backoff = retry.NewExponentialJitterBackoff(MaxBackoff)
+		o.BaseDelay = BaseDelay
 		o.Retryables = append(o.Retryables, retry.IsErrorRetryableFunc(retryableCancel))
 		o.Throttles = append(o.Throttles, retry.IsErrorThrottleFunc(throttledCancel))
 	})

@@ -9,12 +9,23 @@ import (
 	"github.com/aws/smithy-go/middleware"
 )
 
-// Retry policy, as for DynamoDB: exponential backoff with full jitter, then
-// EUNAVAILABLE.
+// Retry policy, as for DynamoDB (see dynamo.NewRetryer): exponential backoff
+// with full jitter from 1 s for throttling (S3's 503 SlowDown) and BaseDelay
+// otherwise, each wait under MaxBackoff, then EUNAVAILABLE.
 const (
 	MaxAttempts = 6
-	MaxBackoff  = 2 * time.Second
+	MaxBackoff  = time.Second
+	BaseDelay   = 25 * time.Millisecond
 )
+
+// NewRetryer returns the SDK retryer the store's client uses.
+func NewRetryer() aws.Retryer {
+	return retry.NewStandard(func(o *retry.StandardOptions) {
+		o.MaxAttempts = MaxAttempts
+		o.MaxBackoff = MaxBackoff
+		o.BaseDelay = BaseDelay
+	})
+}
 
 // NewClient returns an S3 client for cfg with the store's retryer. With a
 // custom endpoint (AWS_ENDPOINT_URL_S3, as a local stack sets) it addresses
@@ -22,11 +33,7 @@ const (
 // apiOptions are added to every operation's stack (a request counter, say).
 func NewClient(cfg aws.Config, apiOptions ...func(*middleware.Stack) error) *s3.Client {
 	return s3.NewFromConfig(cfg, func(o *s3.Options) {
-		o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
-			so.MaxAttempts = MaxAttempts
-			so.MaxBackoff = MaxBackoff
-			so.Backoff = retry.NewExponentialJitterBackoff(MaxBackoff)
-		})
+		o.Retryer = NewRetryer()
 		if o.BaseEndpoint != nil {
 			o.UsePathStyle = true
 		}
