@@ -121,8 +121,9 @@
 //	                over the offload threshold), or 1 TransactWriteItems of
 //	                the bundle and the special writes (negative idx), so that
 //	                a put_writes is stored whole or not at all (bundle.go)
-//	get_tuple       1 Query (the checkpoint with its writes, latest or by id)
-//	                + 1 BatchGetItem per 100 channel values
+//	get_tuple       1 Query (the checkpoint with its writes, latest or by id;
+//	                a latest checkpoint with over 7 writes: 2, see
+//	                Store.FirstPage) + 1 BatchGetItem per 100 channel values
 //	list            1 Query per page in one namespace (thread and namespace
 //	                given); the whole thread when no namespace is given; a
 //	                table Scan when no thread is given; + 1 BatchGetItem per

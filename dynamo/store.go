@@ -63,8 +63,11 @@ type Store struct {
 	// and of the idempotency ledger's leases and records.
 	Now func() time.Time
 	// FirstPage is the Limit of the first Query page when looking for the
-	// latest checkpoint: large enough to hold a checkpoint and its writes,
-	// small enough not to read (and pay for) older checkpoints.
+	// latest checkpoint: large enough to hold a checkpoint and the writes
+	// it usually has (none while its step runs, a few once tasks finish),
+	// small enough not to read (and pay for) older checkpoints, whose
+	// items make a latest read slower as a thread grows. A latest
+	// checkpoint with more writes takes a second Query, unlimited.
 	FirstPage int32
 
 	db    DynamoAPI
@@ -78,7 +81,7 @@ var _ saver.Store = (*Store)(nil)
 
 // NewStore returns a store on table, which must exist (see CreateTable).
 func NewStore(db DynamoAPI, table string) *Store {
-	return &Store{Now: time.Now, FirstPage: 32, db: db, table: table, pause: backoff}
+	return &Store{Now: time.Now, FirstPage: 8, db: db, table: table, pause: backoff}
 }
 
 // Table returns the name of the store's table.
