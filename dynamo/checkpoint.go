@@ -35,6 +35,7 @@ func (s *Store) PutCheckpoint(ctx context.Context, in saver.PutCheckpoint) error
 			if err != nil {
 				return fmt.Errorf("dynamo: put checkpoint %s: %w", in.ID, err)
 			}
+			s.remember(partitionKey(in.Tenant, in.ThreadID), &in, p)
 			return nil
 		}
 		if round == maxPutRounds {
@@ -63,7 +64,7 @@ func (s *Store) GetTuple(ctx context.Context, ref saver.CheckpointRef) (*saver.T
 		}
 		return nil, saver.Errorf(saver.ENOTFOUND, "Checkpoint %s not found.", ref.ID)
 	}
-	tuples, err := s.complete(ctx, ref.Tenant, []*partial{pt})
+	tuples, err := s.complete(ctx, ref.Tenant, []*partial{pt}, ref.ID == "")
 	if err != nil {
 		return nil, fmt.Errorf("dynamo: get checkpoint %q: %w", ref.ID, err)
 	}
@@ -110,7 +111,8 @@ func (s *Store) getTuple(ctx context.Context, ref saver.CheckpointRef) (*partial
 type partial struct {
 	tup     *saver.Tuple
 	writes  []*saver.Write
-	bundles []*saver.Typed // bundle values (see bundle.go), unpacked by complete
+	bundles []*saver.Typed      // bundle values (see bundle.go), unpacked by complete
+	chains  map[string][]string // the checkpoint's chains hint (see patched.go)
 	loads   loads
 }
 
@@ -157,7 +159,7 @@ func newPartial(tenant string, cp item, writes []item) (*partial, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.tup = tup
+	p.tup, p.chains = tup, chainsOf(cp)
 	for _, it := range writes {
 		if isBundle(it) {
 			v := &saver.Typed{}
@@ -177,44 +179,23 @@ func newPartial(tenant string, cp item, writes []item) (*partial, error) {
 }
 
 // complete resolves the partials' channel values with BatchGetItem, fetches
-// their offloaded payloads and returns the finished tuples in order.
-func (s *Store) complete(ctx context.Context, tenant string, ps []*partial) ([]*saver.Tuple, error) {
-	type blobID struct{ pk, sk string }
-	var (
-		keys []item
-		seen = map[blobID]bool{}
-	)
+// their offloaded payloads and returns the finished tuples in order. With
+// remember, the store keeps the values that never expire to patch on (a
+// latest read: the next put of the thread is likely to change them).
+func (s *Store) complete(ctx context.Context, tenant string, ps []*partial, remember bool) ([]*saver.Tuple, error) {
+	r := newBlobReader(s)
 	for _, p := range ps {
 		pk := partitionKey(tenant, p.tup.ThreadID)
 		for ch, v := range p.tup.ChannelVersions {
-			id := blobID{pk, blobKey(p.tup.NS, ch, v)}
-			if !seen[id] {
-				seen[id] = true
-				keys = append(keys, item{attrPK: attrS(id.pk), attrSK: attrS(id.sk)})
+			r.want(pk, p.tup.NS, ch, v)
+			for _, c := range p.chains[ch] {
+				r.want(pk, p.tup.NS, ch, c)
 			}
 		}
+		r.pending.refs = append(r.pending.refs, p.loads.refs...)
+		r.pending.dsts = append(r.pending.dsts, p.loads.dsts...)
 	}
-	found, err := s.batchGet(ctx, keys)
-	if err != nil {
-		return nil, err
-	}
-	var l loads
-	blobs := make(map[blobID]*saver.Blob, len(found))
-	for _, it := range found {
-		if s.expired(getN(it, attrExpiresAt)) {
-			continue
-		}
-		b, err := decodeBlob(it, &l)
-		if err != nil {
-			return nil, err
-		}
-		blobs[blobID{getS(it, attrPK), getS(it, attrSK)}] = b
-	}
-	for _, p := range ps {
-		l.refs = append(l.refs, p.loads.refs...)
-		l.dsts = append(l.dsts, p.loads.dsts...)
-	}
-	if err := s.fetch(ctx, &l); err != nil {
+	if err := r.read(ctx); err != nil {
 		return nil, err
 	}
 	out := make([]*saver.Tuple, len(ps))
@@ -222,8 +203,17 @@ func (s *Store) complete(ctx context.Context, tenant string, ps []*partial) ([]*
 		tup := p.tup
 		pk := partitionKey(tenant, tup.ThreadID)
 		for ch, v := range tup.ChannelVersions {
-			if b := blobs[blobID{pk, blobKey(tup.NS, ch, v)}]; b != nil && b.Value.Type != saver.EmptyType {
-				tup.Values = append(tup.Values, *b)
+			val, sb, err := r.value(pk, tup.NS, ch, v)
+			if err != nil {
+				return nil, fmt.Errorf("checkpoint %s: %w", tup.ID, err)
+			}
+			if val == nil || sb.blob.Value.Type == saver.EmptyType {
+				continue
+			}
+			tup.Values = append(tup.Values, saver.Blob{Channel: ch, Version: v, Value: saver.Typed{Type: sb.blob.Value.Type, Data: val.data}})
+			if remember && !sb.expires && s.recent != nil {
+				s.recent.put(&recentValue{key: recentKey{pk, tup.NS, ch}, version: v, typ: sb.blob.Value.Type,
+					data: val.data, chain: val.chain, patched: val.patched})
 			}
 		}
 		slices.SortFunc(tup.Values, func(a, b saver.Blob) int { return strings.Compare(a.Channel, b.Channel) })

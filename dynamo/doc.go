@@ -33,11 +33,14 @@
 //	            (msgpack, which keeps ints and floats apart),
 //	            channel_versions (map), scope, run_id (for delete_for_runs),
 //	            source, step, parents (copied out of the metadata for tree
-//	            queries; absent when the metadata has no such value)
+//	            queries; absent when the metadata has no such value),
+//	            chains (the chains of its patched values, to read them in
+//	            one request)
 //	write       task_id, task_path, idx, channel, value (payload); a
 //	            bundle holds bundle (its number of writes) and the writes
 //	            msgpacked in value, in place of idx and channel
-//	blob        channel, version, value (payload)
+//	blob        channel, version, value (payload); chain when the value is
+//	            a patch on earlier versions (see patched.go)
 //	lifetimes   ch:<channel> = {v: version, e: expiry, r: offloaded
 //	            reference} per channel of the namespace (see lifetimes.go);
 //	            head = {i: checkpoint id, n: nonce}, the token of
@@ -103,7 +106,11 @@
 //	                BatchGetItem when no lifetimes entry vouches for a
 //	                referenced blob (a fork). 1 more per 100 items beyond
 //	                the first; a put of 99 new blobs leaves their entries
-//	                out rather than take a second request
+//	                out rather than take a second request. A value stored as
+//	                a patch (patched.go) changes none of this; + 1
+//	                TransactWriteItems, with the whole value, when its base
+//	                is no longer the channel's version (another process put
+//	                the channel since)
 //	conditional     1 Query (the head, projected) + the put's requests,
 //	put_checkpoint  with the lifetimes item always in the transaction: 1
 //	                TransactWriteItems where the put would be 1 PutItem

@@ -140,16 +140,18 @@ type putPlan struct {
 	brought []blobRef // their channels and versions
 	dropped []bool    // blobs found stored and live: refs now
 	refs    []blobRef
+	patched []*patchedBlob // blobs brought as patches (see patched.go)
 	cp      writeOp
 	roles   []opRole   // of the ops of the last request
 	guard   *headGuard // of a put with ExpectHead (see head.go)
+	in      *saver.PutCheckpoint
 }
 
 // planPut builds the first request of a put: its new blobs, its checkpoint
 // item and the condition on the blobs it references. A put with ExpectHead
 // reads the head first, and goes no further if it moved.
 func (s *Store) planPut(ctx context.Context, in *saver.PutCheckpoint) (*putPlan, error) {
-	p := &putPlan{s: s, exp: in.ExpiresAt, now: s.Now()}
+	p := &putPlan{s: s, exp: in.ExpiresAt, now: s.Now(), in: in}
 	pk := partitionKey(in.Tenant, in.ThreadID)
 	if in.ExpectHead != nil {
 		g, err := s.guardHead(ctx, in, pk)
@@ -162,10 +164,20 @@ func (s *Store) planPut(ctx context.Context, in *saver.PutCheckpoint) (*putPlan,
 	p.blobExp = newBlobExpiry(p.exp, p.now)
 	brought := make(map[[2]string]bool, len(in.Blobs))
 	for _, b := range in.Blobs {
-		it, err := s.blobItem(ctx, in.CheckpointRef, b, p.blobExp)
-		if err != nil {
-			return nil, fmt.Errorf("blob %s: %w", b.Channel, err)
+		var (
+			it      item
+			patched *patchedBlob
+			err     error
+		)
+		if p.blobExp == 0 {
+			it, patched = s.patchItem(in.CheckpointRef, pk, b)
 		}
+		if patched == nil {
+			if it, err = s.blobItem(ctx, in.CheckpointRef, b, p.blobExp); err != nil {
+				return nil, fmt.Errorf("blob %s: %w", b.Channel, err)
+			}
+		}
+		p.patched = append(p.patched, patched)
 		p.blobs = append(p.blobs, writeOp{item: it, cond: absentOrExpired(p.now)})
 		p.brought = append(p.brought, blobRef{key: keyOf(it), channel: b.Channel, version: b.Version, ref: valueRef(it)})
 		brought[[2]string{b.Channel, b.Version}] = true
@@ -186,6 +198,9 @@ func (s *Store) planPut(ctx context.Context, in *saver.PutCheckpoint) (*putPlan,
 	it, err := s.checkpointItem(ctx, &in.Checkpoint, p.exp)
 	if err != nil {
 		return nil, err
+	}
+	if hint := s.chainsHint(pk, in, in.Blobs, p.patched); hint != nil {
+		it[attrChains] = hint
 	}
 	p.cp = writeOp{item: it}
 	return p, nil
@@ -244,6 +259,7 @@ func (p *putPlan) lifetimesOp() (writeOp, bool) {
 		}
 		conds = append(conds, "("+cond+"))")
 	}
+	conds = append(conds, p.patchConds(c)...)
 	if p.guard != nil {
 		conds = append(conds, p.guard.cond(c))
 	}
@@ -322,6 +338,11 @@ func (p *putPlan) revise(ctx context.Context, failed map[int]item) error {
 		r := p.roles[i]
 		switch r.kind {
 		case roleLifetimes:
+			// A patch's base is no longer the channel's version: store
+			// the whole value instead.
+			if err := p.unpatch(ctx, p.in.CheckpointRef, p.in.Blobs); err != nil {
+				return err
+			}
 			if p.guard != nil && !p.guard.accepts(old) {
 				if err := p.guard.revise(ctx, p.s, old); err != nil {
 					return err

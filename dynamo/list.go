@@ -41,7 +41,7 @@ func (s *Store) ListCheckpoints(ctx context.Context, f saver.ListFilter) ([]*sav
 	if err != nil {
 		return nil, fmt.Errorf("dynamo: list checkpoints: %w", err)
 	}
-	tuples, err := s.complete(ctx, f.Tenant, ps)
+	tuples, err := s.complete(ctx, f.Tenant, ps, false)
 	if err != nil {
 		return nil, fmt.Errorf("dynamo: list checkpoints: %w", err)
 	}

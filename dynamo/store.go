@@ -70,8 +70,9 @@ type Store struct {
 	// checkpoint with more writes takes a second Query, unlimited.
 	FirstPage int32
 
-	db    DynamoAPI
-	table string
+	db     DynamoAPI
+	table  string
+	recent *recent // values to patch on (patched.go); nil: no patches
 	// pause waits before re-sending unprocessed batch items (backoff; tests
 	// make it instant).
 	pause func(ctx context.Context, try int) error
@@ -81,7 +82,18 @@ var _ saver.Store = (*Store)(nil)
 
 // NewStore returns a store on table, which must exist (see CreateTable).
 func NewStore(db DynamoAPI, table string) *Store {
-	return &Store{Now: time.Now, FirstPage: 8, db: db, table: table, pause: backoff}
+	return &Store{Now: time.Now, FirstPage: 8, db: db, table: table, pause: backoff, recent: newRecent(DefaultRecentBytes)}
+}
+
+// RememberValues sets the bytes of recent channel values the store keeps to
+// store the next versions as patches on them (see patched.go); 0 stores
+// every value whole.
+func (s *Store) RememberValues(bytes int) {
+	if bytes <= 0 {
+		s.recent = nil
+		return
+	}
+	s.recent = newRecent(bytes)
 }
 
 // Table returns the name of the store's table.

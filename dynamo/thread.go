@@ -230,6 +230,14 @@ func (s *Store) keepLatest(ctx context.Context, tenant, threadID string) error {
 			}
 		}
 	}
+	// A kept value that is a patch keeps the blobs it patches on.
+	for _, it := range items {
+		if getS(it, attrKind) == itemBlob && keep[getS(it, attrSK)] {
+			for _, v := range chainOf(it) {
+				keep[blobKey(getS(it, attrNS), getS(it, attrChannel), v)] = true
+			}
+		}
+	}
 	var (
 		drop     []item
 		kept     = map[string]bool{}

@@ -56,6 +56,7 @@ func Run(t *testing.T, open func(t *testing.T) saver.Store) {
 	}{
 		{"PutGet", putGetTests},
 		{"Blobs", blobTests},
+		{"Growing", growingTests},
 		{"Writes", writeTests},
 		{"List", listTests},
 		{"DeleteThread", deleteThreadTests},

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/saver-dev/saver"
+	"github.com/saver-dev/saver/dynamo"
 	"github.com/saver-dev/saver/ttl"
 )
 
@@ -41,6 +42,7 @@ type Config struct {
 	Table           string        // DynamoDB table
 	Bucket          string        // S3 bucket for offloaded payloads; "" disables offload
 	OffloadBytes    int           // items larger than this keep their payload in S3
+	PatchCache      int           // bytes of recent channel values kept to store the next as patches
 	Init            bool          // create the table and bucket at start if missing
 	SweepEvery      time.Duration // background orphan sweep period; 0 disables
 	SweepGrace      time.Duration // age an orphan must reach before a sweep removes it
@@ -63,6 +65,7 @@ func DefaultConfig() Config {
 		TTL:             ttl.DefaultPolicy(),
 		Table:           "saver",
 		OffloadBytes:    350 << 10,
+		PatchCache:      dynamo.DefaultRecentBytes,
 		SweepGrace:      time.Hour,
 		Metrics:         true,
 	}
@@ -164,6 +167,15 @@ func settings() []envVar {
 			c.OffloadBytes = n
 			return nil
 		}, func(c *Config) string { return strconv.Itoa(c.OffloadBytes) })
+	add("SAVER_PATCH_CACHE_BYTES", "patch-cache-bytes", "memory in bytes for recent channel values, kept to store a value that grew as a patch on the last (store dynamodb); 0 stores every value whole",
+		func(c *Config, v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return fmt.Errorf("not a byte count: %q", v)
+			}
+			c.PatchCache = n
+			return nil
+		}, func(c *Config) string { return strconv.Itoa(c.PatchCache) })
 	add("SAVER_INIT", "init", "create the DynamoDB table and S3 bucket at start if missing",
 		func(c *Config, v string) error {
 			b, err := strconv.ParseBool(v)

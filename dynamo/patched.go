@@ -1,0 +1,193 @@
+package dynamo
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/saver-dev/saver"
+)
+
+// Patched blobs (see delta.go for the patches). A put that brings a new
+// version of a channel whose previous value the store remembers (recent.go)
+// may store the new value as a patch on it:
+//
+//	blob        chain = the versions the patch applies on, in order: the
+//	            whole value first, the patch's base last; value holds the
+//	            patch, with the whole value's type
+//	checkpoint  chains = {channel: chain} for each channel whose value is a
+//	            patch, so that a read fetches every blob it needs with the
+//	            values in one BatchGetItem; a read that meets a chain the
+//	            checkpoint did not list fetches it in one more
+//
+// Only blobs that never expire are patched (a put without an expiry, the
+// default policy): a patch needs its chain for as long as it lives, and
+// blobs that never expire are never extended, so their chains need no
+// extending either. Prune keeps the chains of the values it keeps; the
+// other operations move whole threads or checkpoints and their writes.
+//
+// A put writes a patch on the condition, on the namespace's lifetimes item,
+// that the channel's entry still names the patch's base and never expires:
+// the entry is set in the transaction that writes its blob, so the base is
+// stored and stays. When the condition fails (another process put the
+// channel since, or the item is gone), the put writes the whole value.
+const (
+	attrChain  = "chain"
+	attrChains = "chains"
+
+	// Values smaller than this are stored whole: a patch saves little.
+	minPatchedValue = 4 << 10
+	// maxChain bounds the blobs a read resolves for one value.
+	maxChain = 16
+	// maxPatch bounds a patch, so that it never needs offloading.
+	maxPatch = 64 << 10
+
+	// DefaultRecentBytes is the default budget of the remembered values.
+	DefaultRecentBytes = 64 << 20
+)
+
+// patchedBlob is a blob a put brings as a patch on base.
+type patchedBlob struct {
+	base    string
+	chain   []string // base's chain and base
+	patched int      // bytes of the patches along chain, this one's included
+}
+
+// patchItem returns the item of b as a patch on the channel's remembered
+// value, or nil when it is not worth one: no remembered value of another
+// version and the same type, a small value, a long chain, or a patch over
+// a quarter of the value (or making a read fetch more than twice it).
+func (s *Store) patchItem(ref saver.CheckpointRef, pk string, b saver.Blob) (item, *patchedBlob) {
+	if s.recent == nil || len(b.Value.Data) < minPatchedValue {
+		return nil, nil
+	}
+	r, ok := s.recent.get(recentKey{pk, ref.NS, b.Channel})
+	if !ok || r.version == b.Version || r.typ != b.Value.Type || len(r.chain) >= maxChain {
+		return nil, nil
+	}
+	limit := min(len(b.Value.Data)/4, maxPatch, len(b.Value.Data)-r.patched)
+	if limit <= 0 {
+		return nil, nil
+	}
+	p, ok := diff(r.data, b.Value.Data, limit)
+	if !ok {
+		return nil, nil
+	}
+	chain := append(r.chain[:len(r.chain):len(r.chain)], r.version)
+	it := item{
+		attrPK:      attrS(pk),
+		attrSK:      attrS(blobKey(ref.NS, b.Channel, b.Version)),
+		attrKind:    attrS(itemBlob),
+		attrThread:  attrS(ref.ThreadID),
+		attrNS:      attrS(ref.NS),
+		attrChannel: attrS(b.Channel),
+		attrVersion: attrS(b.Version),
+		attrValue:   payloadAttr(saver.Typed{Type: b.Value.Type, Data: p}),
+		attrChain:   stringList(chain),
+	}
+	return it, &patchedBlob{base: r.version, chain: chain, patched: r.patched + len(p)}
+}
+
+// chainsHint returns the chains of the checkpoint's patched values that the
+// store knows of: those the put brings, and those of the values it
+// references that it remembers.
+func (s *Store) chainsHint(pk string, in *saver.PutCheckpoint, brought []saver.Blob, patched []*patchedBlob) types.AttributeValue {
+	hint := item{}
+	for i, d := range patched {
+		if d != nil {
+			hint[brought[i].Channel] = stringList(d.chain)
+		}
+	}
+	if s.recent != nil {
+		for ch, v := range in.ChannelVersions {
+			if _, ok := hint[ch]; ok {
+				continue
+			}
+			if r, ok := s.recent.get(recentKey{pk, in.NS, ch}); ok && r.version == v && len(r.chain) > 0 {
+				hint[ch] = stringList(r.chain)
+			}
+		}
+	}
+	if len(hint) == 0 {
+		return nil
+	}
+	return &types.AttributeValueMemberM{Value: hint}
+}
+
+// remember records the values a put brought, once it succeeded.
+func (s *Store) remember(pk string, in *saver.PutCheckpoint, p *putPlan) {
+	if s.recent == nil {
+		return
+	}
+	for i, b := range in.Blobs {
+		k := recentKey{pk, in.NS, b.Channel}
+		if p.dropped[i] || p.exp != 0 {
+			s.recent.drop(k) // stored by another put, or it expires
+			continue
+		}
+		v := &recentValue{key: k, version: b.Version, typ: b.Value.Type, data: b.Value.Data}
+		if d := p.patched[i]; d != nil {
+			v.chain, v.patched = d.chain, d.patched
+		}
+		s.recent.put(v)
+	}
+}
+
+// unpatch turns the plan's patches back into whole values: their condition
+// failed.
+func (p *putPlan) unpatch(ctx context.Context, ref saver.CheckpointRef, blobs []saver.Blob) error {
+	for i, d := range p.patched {
+		if d == nil || p.dropped[i] {
+			continue
+		}
+		it, err := p.s.blobItem(ctx, ref, blobs[i], p.blobExp)
+		if err != nil {
+			return fmt.Errorf("blob %s: %w", blobs[i].Channel, err)
+		}
+		p.blobs[i] = writeOp{item: it, cond: absentOrExpired(p.now)}
+		p.brought[i].ref = valueRef(it)
+		p.patched[i] = nil
+	}
+	return nil
+}
+
+// patchConds returns the conditions of the plan's patches on the lifetimes
+// item: each channel's entry names the patch's base and never expires.
+func (p *putPlan) patchConds(c *expr) []string {
+	var conds []string
+	for i, d := range p.patched {
+		if d == nil || p.dropped[i] {
+			continue
+		}
+		ch := p.brought[i].channel
+		conds = append(conds, "("+c.path(entryPrefix+ch, entryVersion)+" = "+c.value(attrS(d.base))+
+			" AND "+c.path(entryPrefix+ch, entryExpiresAt)+" = "+c.value(attrN(0))+")")
+	}
+	return conds
+}
+
+// chainOf returns a blob item's chain; nil for a whole value.
+func chainOf(it item) []string { return getStrings(it, attrChain) }
+
+func stringList(ss []string) types.AttributeValue {
+	l := make([]types.AttributeValue, len(ss))
+	for i, s := range ss {
+		l[i] = attrS(s)
+	}
+	return &types.AttributeValueMemberL{Value: l}
+}
+
+func getStrings(it item, name string) []string {
+	l, ok := it[name].(*types.AttributeValueMemberL)
+	if !ok {
+		return nil
+	}
+	out := make([]string, 0, len(l.Value))
+	for _, v := range l.Value {
+		if s, ok := v.(*types.AttributeValueMemberS); ok {
+			out = append(out, s.Value)
+		}
+	}
+	return out
+}

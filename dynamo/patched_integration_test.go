@@ -1,0 +1,177 @@
+//go:build integration
+
+package dynamo_test
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/saver-dev/saver"
+	"github.com/saver-dev/saver/dynamo"
+	"github.com/saver-dev/saver/localstack"
+	"github.com/saver-dev/saver/storetest"
+)
+
+// chat is the value of a conversation after n turns: a msgpack-like header
+// counting them, then n KB of text.
+func chat(n int) saver.Typed {
+	rng := rand.New(rand.NewPCG(1, 2))
+	text := make([]byte, n<<10)
+	for i := range text {
+		text[i] = 'a' + byte(rng.IntN(26))
+	}
+	return saver.Typed{Type: "msgpack", Data: append([]byte{0xdc, byte(n >> 8), byte(n)}, text...)}
+}
+
+// chatPut puts turn n of a conversation: checkpoint n with the messages
+// channel at version n.
+func chatPut(t *testing.T, s *dynamo.Store, ref saver.CheckpointRef, n int, exp int64) {
+	t.Helper()
+	in := storetest.NewCheckpoint(ref, fmt.Sprintf("%04d", n))
+	if n > 1 {
+		in.ParentID = fmt.Sprintf("%04d", n-1)
+	}
+	in.ExpiresAt = exp
+	storetest.SetChannel(&in, "messages", fmt.Sprintf("%04d", n), "")
+	in.Blobs[0].Value = chat(n + 4)
+	storetest.MustPutCheckpoint(t, s, in)
+}
+
+// mustReadChat reads checkpoints from..to of the conversation, by id, and
+// checks each value.
+func mustReadChat(t *testing.T, s *dynamo.Store, ref saver.CheckpointRef, from, to int) {
+	t.Helper()
+	for n := from; n <= to; n++ {
+		tup := storetest.MustGetTuple(t, s, storetest.At(ref, fmt.Sprintf("%04d", n)))
+		if len(tup.Values) != 1 || !bytes.Equal(tup.Values[0].Value.Data, chat(n+4).Data) {
+			t.Fatalf("checkpoint %d: values %d, want the conversation after %d turns", n, len(tup.Values), n+4)
+		}
+	}
+}
+
+// storedBlobs returns the messages blobs of the thread as stored: version ->
+// whether it is a patch, and its value's size.
+func storedBlobs(t *testing.T, st *localstack.Stack, ref saver.CheckpointRef) (patched map[string]bool, size map[string]int) {
+	t.Helper()
+	pk := dynamo.BlobItemKey(ref.Tenant, ref.ThreadID, "", "", "")["PK"]
+	out, err := st.DB.Query(t.Context(), &dynamodb.QueryInput{
+		TableName:                 ptr(st.Store.Table()),
+		KeyConditionExpression:    ptr("PK = :pk AND begins_with(SK, :b)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": pk, ":b": &types.AttributeValueMemberS{Value: "b!"}},
+		ConsistentRead:            ptr(true),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	patched, size = map[string]bool{}, map[string]int{}
+	for _, it := range out.Items {
+		v := it["version"].(*types.AttributeValueMemberS).Value
+		_, patched[v] = it["chain"]
+		size[v] = len(it["value"].(*types.AttributeValueMemberM).Value["data"].(*types.AttributeValueMemberB).Value)
+	}
+	return patched, size
+}
+
+
+// TestPatchedValues: a growing value is stored as patches, each about a
+// turn's growth, with one request per put as before; every version reads
+// back, from a store that never saw the puts too; a store whose remembered
+// value is stale writes the whole value; values that expire, and a store
+// that remembers nothing, are stored whole; a broken chain fails the read.
+func TestPatchedValues(t *testing.T) {
+	st := localstack.MustStore(t)
+	a := st.Store
+	ref := storetest.NewRef()
+	const turns = 30
+	mustCount(t, st, requests{"TransactWriteItems": turns}, func() {
+		for n := 1; n <= turns; n++ {
+			chatPut(t, a, ref, n, 0)
+		}
+	})
+	patched, size := storedBlobs(t, st, ref)
+	whole, stored, count := 0, 0, 0
+	for n := 1; n <= turns; n++ {
+		v := fmt.Sprintf("%04d", n)
+		whole += len(chat(n + 4).Data)
+		stored += size[v]
+		if patched[v] {
+			count++
+		}
+	}
+	t.Logf("%d versions: %d stored as patches; %d bytes stored, %d whole (%.2fx)", turns, count, stored, whole, float64(stored)/float64(whole))
+	if count < turns-4 || stored > whole/5 {
+		t.Fatalf("%d of %d versions patched, %d bytes stored for %d whole; want patches", count, turns, stored, whole)
+	}
+	// One BatchGetItem reads a value and its whole chain.
+	mustCount(t, st, requests{"Query": 1, "BatchGetItem": 1}, func() { mustReadChat(t, a, ref, turns, turns) })
+	mustReadChat(t, a, ref, 1, turns)
+
+	// A second process: reads everything; its first put is whole, and once
+	// it has read the latest, its puts are patches again.
+	b := dynamo.NewStore(st.DB, a.Table())
+	mustReadChat(t, b, ref, 1, turns)
+	chatPut(t, b, ref, turns+1, 0)
+	storetest.MustGetTuple(t, b, ref)
+	chatPut(t, b, ref, turns+2, 0)
+	patched, _ = storedBlobs(t, st, ref)
+	if patched[fmt.Sprintf("%04d", turns+1)] || !patched[fmt.Sprintf("%04d", turns+2)] {
+		t.Fatalf("second store: turn %d patched %v (want whole), turn %d patched %v (want a patch)",
+			turns+1, patched[fmt.Sprintf("%04d", turns+1)], turns+2, patched[fmt.Sprintf("%04d", turns+2)])
+	}
+	// The first store remembers turn 30: its patch's condition fails, and
+	// it writes the whole value in a second request.
+	mustCount(t, st, requests{"TransactWriteItems": 2}, func() { chatPut(t, a, ref, turns+3, 0) })
+	patched, _ = storedBlobs(t, st, ref)
+	if patched[fmt.Sprintf("%04d", turns+3)] {
+		t.Fatal("a put on a stale remembered value stored a patch")
+	}
+	mustReadChat(t, a, ref, 1, turns+3)
+	mustReadChat(t, b, ref, 1, turns+3)
+
+	t.Run("Expiring", func(t *testing.T) {
+		ref := storetest.NewRef()
+		exp := time.Now().Add(time.Hour).Unix()
+		for n := 1; n <= 5; n++ {
+			chatPut(t, a, ref, n, exp)
+		}
+		if patched, _ := storedBlobs(t, st, ref); strings.Contains(fmt.Sprint(patched), "true") {
+			t.Fatalf("expiring values stored as patches: %v", patched)
+		}
+		mustReadChat(t, a, ref, 1, 5)
+	})
+	t.Run("RememberNothing", func(t *testing.T) {
+		c := dynamo.NewStore(st.DB, a.Table())
+		c.RememberValues(0)
+		ref := storetest.NewRef()
+		for n := 1; n <= 5; n++ {
+			chatPut(t, c, ref, n, 0)
+			storetest.MustGetTuple(t, c, ref)
+		}
+		if patched, _ := storedBlobs(t, st, ref); strings.Contains(fmt.Sprint(patched), "true") {
+			t.Fatalf("values stored as patches: %v", patched)
+		}
+	})
+	t.Run("BrokenChain", func(t *testing.T) {
+		ref := storetest.NewRef()
+		for n := 1; n <= 6; n++ {
+			chatPut(t, a, ref, n, 0)
+		}
+		if _, err := st.DB.DeleteItem(t.Context(), &dynamodb.DeleteItemInput{
+			TableName: ptr(a.Table()), Key: dynamo.BlobItemKey(ref.Tenant, ref.ThreadID, "", "messages", "0003"),
+		}); err != nil {
+			t.Fatal(err)
+		}
+		_, err := a.GetTuple(t.Context(), storetest.At(ref, "0005"))
+		if err == nil || !strings.Contains(err.Error(), "missing") {
+			t.Fatalf("read over a broken chain: %v; want an error naming the missing value", err)
+		}
+		mustReadChat(t, a, ref, 1, 2)
+	})
+}

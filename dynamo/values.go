@@ -1,0 +1,135 @@
+package dynamo
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/saver-dev/saver"
+)
+
+// blobID is a blob's primary key.
+type blobID struct{ pk, sk string }
+
+// storedBlob is a blob item as read: a whole value, or a patch on the last
+// version of chain (see patched.go).
+type storedBlob struct {
+	blob    *saver.Blob
+	ns      string
+	chain   []string
+	expires bool
+}
+
+// resolved is a blob's whole value, with what recent needs to patch on it.
+type resolved struct {
+	data    []byte
+	chain   []string
+	patched int
+}
+
+// blobReader reads the blobs of checkpoints and resolves patched values:
+// BatchGetItems of the keys asked for, then, when a patch's chain holds
+// blobs not read yet (a checkpoint that did not list it), one round more.
+type blobReader struct {
+	s       *Store
+	keys    []item
+	seen    map[blobID]bool
+	stored  map[blobID]*storedBlob
+	values  map[blobID]*resolved
+	pending loads // offloaded payloads to fetch with the next read
+}
+
+func newBlobReader(s *Store) *blobReader {
+	return &blobReader{s: s, seen: map[blobID]bool{}, stored: map[blobID]*storedBlob{}, values: map[blobID]*resolved{}}
+}
+
+// want adds the blob of channel at version in ns to the next read.
+func (r *blobReader) want(pk, ns, channel, version string) {
+	id := blobID{pk, blobKey(ns, channel, version)}
+	if !r.seen[id] {
+		r.seen[id] = true
+		r.keys = append(r.keys, item{attrPK: attrS(pk), attrSK: attrS(id.sk)})
+	}
+}
+
+// read fetches the blobs wanted, with their offloaded payloads and those
+// added to r.pending, then the chains they name that were not read.
+func (r *blobReader) read(ctx context.Context) error {
+	for round := 0; len(r.keys) > 0 || len(r.pending.refs) > 0; round++ {
+		if round == 2 {
+			return fmt.Errorf("blob chains still incomplete after two reads")
+		}
+		found, err := r.s.batchGet(ctx, r.keys)
+		if err != nil {
+			return err
+		}
+		r.keys = nil
+		l := r.pending
+		r.pending = loads{}
+		for _, it := range found {
+			exp := getN(it, attrExpiresAt)
+			if r.s.expired(exp) {
+				continue
+			}
+			b, err := decodeBlob(it, &l)
+			if err != nil {
+				return err
+			}
+			sb := &storedBlob{blob: b, ns: getS(it, attrNS), chain: chainOf(it), expires: exp != 0}
+			pk := getS(it, attrPK)
+			r.stored[blobID{pk, getS(it, attrSK)}] = sb
+			for _, v := range sb.chain {
+				r.want(pk, sb.ns, b.Channel, v)
+			}
+		}
+		if err := r.s.fetch(ctx, &l); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// value returns the whole value of a blob read, nil if it was not found
+// (absent or expired). A patch whose chain is broken is corrupt data, which
+// fails the read rather than return a wrong value.
+func (r *blobReader) value(pk, ns, channel, version string) (*resolved, *storedBlob, error) {
+	id := blobID{pk, blobKey(ns, channel, version)}
+	sb := r.stored[id]
+	if sb == nil {
+		return nil, nil, nil
+	}
+	if v, ok := r.values[id]; ok {
+		return v, sb, nil
+	}
+	v := &resolved{data: sb.blob.Value.Data}
+	if n := len(sb.chain); n > 0 {
+		base, _, err := r.value(pk, ns, channel, sb.chain[n-1])
+		if err != nil {
+			return nil, nil, err
+		}
+		if base == nil {
+			return nil, nil, fmt.Errorf("blob %s@%s: the value it patches, %s, is missing", channel, version, sb.chain[n-1])
+		}
+		data, err := patch(base.data, sb.blob.Value.Data)
+		if err != nil {
+			return nil, nil, fmt.Errorf("blob %s@%s: %w", channel, version, err)
+		}
+		v = &resolved{data: data, chain: sb.chain, patched: base.patched + len(sb.blob.Value.Data)}
+	}
+	r.values[id] = v
+	return v, sb, nil
+}
+
+// chainsOf returns a checkpoint item's chains hint.
+func chainsOf(it item) map[string][]string {
+	m, ok := it[attrChains].(*types.AttributeValueMemberM)
+	if !ok {
+		return nil
+	}
+	out := make(map[string][]string, len(m.Value))
+	for ch := range m.Value {
+		out[ch] = getStrings(m.Value, ch)
+	}
+	return out
+}
