@@ -180,8 +180,8 @@ func newPartial(tenant string, cp item, writes []item) (*partial, error) {
 
 // complete resolves the partials' channel values with BatchGetItem, fetches
 // their offloaded payloads and returns the finished tuples in order. With
-// remember, the store keeps the values that never expire to patch on (a
-// latest read: the next put of the thread is likely to change them).
+// remember, the store keeps the values to patch on (a latest read: the
+// next put of the thread is likely to change them).
 func (s *Store) complete(ctx context.Context, tenant string, ps []*partial, remember bool) ([]*saver.Tuple, error) {
 	r := newBlobReader(s)
 	for _, p := range ps {
@@ -211,9 +211,9 @@ func (s *Store) complete(ctx context.Context, tenant string, ps []*partial, reme
 				continue
 			}
 			tup.Values = append(tup.Values, saver.Blob{Channel: ch, Version: v, Value: saver.Typed{Type: sb.blob.Value.Type, Data: val.data}})
-			if remember && !sb.expires && s.recent != nil {
+			if remember && s.recent != nil {
 				s.recent.put(&recentValue{key: recentKey{pk, tup.NS, ch}, version: v, typ: sb.blob.Value.Type,
-					data: val.data, chain: val.chain, patched: val.patched})
+					data: val.data, chain: val.chain, patched: val.patched, exp: sb.exp})
 			}
 		}
 		slices.SortFunc(tup.Values, func(a, b saver.Blob) int { return strings.Compare(a.Channel, b.Channel) })

@@ -73,7 +73,7 @@ func (s *Store) setExpiry(ctx context.Context, ref saver.CheckpointRef, exp int6
 	var keys []item
 	lkey := lifetimesKey(pk, ref.NS)
 	bproj := newExpr("p")
-	fields := []string{bproj.name(attrPK), bproj.name(attrSK), bproj.name(attrExpiresAt), bproj.name(attrChannel), bproj.name(attrVersion), bproj.path(attrValue, payloadRef)}
+	fields := []string{bproj.name(attrPK), bproj.name(attrSK), bproj.name(attrExpiresAt), bproj.name(attrChannel), bproj.name(attrVersion), bproj.path(attrValue, payloadRef), bproj.name(attrChain)}
 	if m, ok := cp[attrVersions].(*types.AttributeValueMemberM); ok {
 		for ch, v := range m.Value {
 			if v, ok := v.(*types.AttributeValueMemberS); ok {
@@ -106,6 +106,7 @@ func (s *Store) setExpiry(ctx context.Context, ref saver.CheckpointRef, exp int6
 	}
 	plan := map[string]int64{}   // sort key -> expiry the item is extended from
 	extKeys := map[string]item{} // sort key -> primary key
+	wholes := map[string]item{}  // sort key -> whole value of a patch, written in its place
 	var entries []string         // updates of the lifetimes entries of the blobs extended
 	u := newExpr("u")
 	for _, it := range items {
@@ -120,6 +121,15 @@ func (s *Store) setExpiry(ctx context.Context, ref saver.CheckpointRef, exp int6
 		}
 		sk := getS(it, attrSK)
 		plan[sk], extKeys[sk] = from, keyOf(it)
+		if chainOf(it) != nil {
+			// A patch is never extended: its chain would not be.
+			whole, err := s.wholeItem(ctx, ref, getS(it, attrChannel), getS(it, attrVersion), exp)
+			if err != nil {
+				return err
+			}
+			wholes[sk] = whole
+			it = whole
+		}
 		if ch, v := getS(it, attrChannel), getS(it, attrVersion); lifetimes != nil && getS(it, attrKind) != itemWrite && ch != "" {
 			if e, ok := entry(lifetimes, ch); !ok || e.version == v {
 				entries = append(entries, u.name(entryPrefix+ch)+" = "+u.value(entryValue(blobRef{version: v, ref: valueRef(it)}, exp)))
@@ -158,6 +168,10 @@ func (s *Store) setExpiry(ctx context.Context, ref saver.CheckpointRef, exp int6
 		}
 		first := len(ops) // index of the first extension
 		for _, sk := range sks {
+			if whole := wholes[sk]; whole != nil {
+				ops = append(ops, writeOp{item: whole, cond: expiresAt(plan[sk])})
+				continue
+			}
 			ops = append(ops, extendOp(extKeys[sk], plan[sk], exp))
 		}
 		ops = append(ops, cpOp)

@@ -64,6 +64,7 @@ const (
 	entryVersion   = "v"
 	entryExpiresAt = "e"
 	entryRef       = "r"
+	entryPatched   = "p" // the blob is a patch (patched.go): never extended as it is
 )
 
 // lifetimesKey is the primary key of a namespace's lifetimes item.
@@ -77,7 +78,8 @@ func entry(lifetimes item, channel string) (e blobRef, ok bool) {
 	if !ok {
 		return blobRef{}, false
 	}
-	return blobRef{channel: channel, version: getS(m.Value, entryVersion), from: getN(m.Value, entryExpiresAt), ref: getS(m.Value, entryRef)}, true
+	_, patched := m.Value[entryPatched]
+	return blobRef{channel: channel, version: getS(m.Value, entryVersion), from: getN(m.Value, entryExpiresAt), ref: getS(m.Value, entryRef), patched: patched}, true
 }
 
 // entryValue is the lifetimes entry of a blob expiring at exp.
@@ -85,6 +87,9 @@ func entryValue(r blobRef, exp int64) types.AttributeValue {
 	m := item{entryVersion: attrS(r.version), entryExpiresAt: attrN(exp)}
 	if r.ref != "" {
 		m[entryRef] = attrS(r.ref)
+	}
+	if r.patched {
+		m[entryPatched] = &types.AttributeValueMemberBOOL{Value: true}
 	}
 	return &types.AttributeValueMemberM{Value: m}
 }
@@ -112,6 +117,10 @@ type blobRef struct {
 	ref              string // its value's offloaded reference, if any
 	act              refAct
 	from, to         int64 // the expiry it has, and refExtend's new one (0: never)
+	patched          bool  // a patch (patched.go)
+	// whole is the item of a patch's whole value, which refExtend writes
+	// in its place: a patch is never extended, as its chain would not be.
+	whole item
 }
 
 // opRole says which part of a put plan an op of its last request was.
@@ -169,9 +178,7 @@ func (s *Store) planPut(ctx context.Context, in *saver.PutCheckpoint) (*putPlan,
 			patched *patchedBlob
 			err     error
 		)
-		if p.blobExp == 0 {
-			it, patched = s.patchItem(in.CheckpointRef, pk, b)
-		}
+		it, patched = s.patchItem(in.CheckpointRef, pk, b, p.exp)
 		if patched == nil {
 			if it, err = s.blobItem(ctx, in.CheckpointRef, b, p.blobExp); err != nil {
 				return nil, fmt.Errorf("blob %s: %w", b.Channel, err)
@@ -179,7 +186,7 @@ func (s *Store) planPut(ctx context.Context, in *saver.PutCheckpoint) (*putPlan,
 		}
 		p.patched = append(p.patched, patched)
 		p.blobs = append(p.blobs, writeOp{item: it, cond: absentOrExpired(p.now)})
-		p.brought = append(p.brought, blobRef{key: keyOf(it), channel: b.Channel, version: b.Version, ref: valueRef(it)})
+		p.brought = append(p.brought, blobRef{key: keyOf(it), channel: b.Channel, version: b.Version, ref: valueRef(it), patched: patched != nil})
 		brought[[2]string{b.Channel, b.Version}] = true
 	}
 	p.dropped = make([]bool, len(p.blobs))
@@ -218,7 +225,10 @@ func (p *putPlan) ops() []writeOp {
 	lifetimes, checks := p.lifetimesOp()
 	add(lifetimes, opRole{kind: roleLifetimes})
 	for i, r := range p.refs {
-		if r.act == refExtend {
+		switch {
+		case r.act == refExtend && r.whole != nil:
+			add(writeOp{item: r.whole, cond: expiresAt(r.from)}, opRole{roleRef, i})
+		case r.act == refExtend:
 			add(extendOp(r.key, r.from, r.to), opRole{roleRef, i})
 		}
 	}
@@ -277,7 +287,11 @@ func (p *putPlan) lifetimesOp() (writeOp, bool) {
 		entries[r.channel] = entryValue(r, exp)
 	}
 	for i, b := range p.brought {
-		if !p.dropped[i] {
+		switch {
+		case p.dropped[i]:
+		case p.patched[i] != nil:
+			set(b, p.patched[i].exp)
+		default:
 			set(b, p.blobExp)
 		}
 	}
@@ -315,9 +329,14 @@ func (p *putPlan) lifetimesOp() (writeOp, bool) {
 // extendOp extends an item's expiry from one value to another (0: never),
 // if it still has the first: a racing extension is never undone.
 func extendOp(key item, from, to int64) writeOp {
+	return writeOp{item: key, set: expirySet(to), cond: expiresAt(from)}
+}
+
+// expiresAt is the condition that an item expires at exp.
+func expiresAt(exp int64) *expr {
 	c := newExpr("c")
-	c.text = c.name(attrExpiresAt) + " = " + c.value(attrN(from))
-	return writeOp{item: key, set: expirySet(to), cond: c}
+	c.text = c.name(attrExpiresAt) + " = " + c.value(attrN(exp))
+	return c
 }
 
 // expirySet returns the update that sets an item's expiry (0: never).
@@ -389,6 +408,9 @@ func (p *putPlan) reviseLifetimes(ctx context.Context, old item) error {
 			// not brought back): read it.
 			r.act = refUnknown
 		case lasts(e.from, p.exp):
+		case e.patched:
+			// A patch is stored whole to be extended: read it.
+			r.act = refUnknown
 		default:
 			to, _ := saver.ExtendedBlobExpiry(p.exp, e.from, p.now)
 			if err := p.s.retag(ctx, e.ref, to); err != nil {
@@ -413,7 +435,7 @@ func (p *putPlan) readUnknown(ctx context.Context) error {
 		return nil
 	}
 	proj := newExpr("p")
-	proj.text = strings.Join([]string{proj.name(attrPK), proj.name(attrSK), proj.name(attrExpiresAt), proj.path(attrValue, payloadRef)}, ", ")
+	proj.text = strings.Join([]string{proj.name(attrPK), proj.name(attrSK), proj.name(attrExpiresAt), proj.path(attrValue, payloadRef), proj.name(attrChain)}, ", ")
 	found, err := p.s.batchGet(ctx, keys, proj)
 	if err != nil {
 		return err
@@ -436,7 +458,7 @@ func (p *putPlan) readUnknown(ctx context.Context) error {
 // it, record the expiry it has, or nothing if it is gone or has expired.
 func (p *putPlan) reviseRef(ctx context.Context, r *blobRef, old item) error {
 	exp, expires := expiryOf(old)
-	r.ref = valueRef(old)
+	r.ref, r.whole, r.patched = valueRef(old), nil, chainOf(old) != nil
 	switch {
 	case old == nil || (expires && p.s.expired(exp)):
 		r.act = refSkip
@@ -448,6 +470,14 @@ func (p *putPlan) reviseRef(ctx context.Context, r *blobRef, old item) error {
 	to, write := saver.ExtendedBlobExpiry(p.exp, exp, p.now)
 	if !write {
 		r.act, r.from = refKnown, exp
+		return nil
+	}
+	if r.patched {
+		whole, err := p.s.wholeItem(ctx, p.in.CheckpointRef, r.channel, r.version, to)
+		if err != nil {
+			return err
+		}
+		r.act, r.from, r.to, r.whole, r.ref, r.patched = refExtend, exp, to, whole, valueRef(whole), false
 		return nil
 	}
 	if err := p.s.retag(ctx, r.ref, to); err != nil {

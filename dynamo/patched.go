@@ -21,11 +21,15 @@ import (
 //	            values in one BatchGetItem; a read that meets a chain the
 //	            checkpoint did not list fetches it in one more
 //
-// Only blobs that never expire are patched (a put without an expiry, the
-// default policy): a patch needs its chain for as long as it lives, and
-// blobs that never expire are never extended, so their chains need no
-// extending either. Prune keeps the chains of the values it keeps; the
-// other operations move whole threads or checkpoints and their writes.
+// A patch needs its chain for as long as it lives, so it takes its base's
+// expiry, which every blob of the chain has (or a later one), and is
+// written only while that outlives the checkpoint; past that the value
+// goes whole with an expiry of its own. A patch is never extended: a put or
+// SetExpiry that would extend one writes its whole value in its place, with
+// the later expiry (wholeItem), and the lifetimes entry of a patch says it
+// is one, so that a put reads it before. Prune keeps the chains of the
+// values it keeps; the other operations move whole threads or checkpoints
+// and their writes.
 //
 // A put writes a patch on the condition, on the namespace's lifetimes item,
 // that the channel's entry still names the patch's base and never expires:
@@ -49,6 +53,7 @@ const (
 
 // patchedBlob is a blob a put brings as a patch on base.
 type patchedBlob struct {
+	exp     int64 // its base's expiry, which it takes (0: never)
 	base    string
 	chain   []string // base's chain and base
 	patched int      // bytes of the patches along chain, this one's included
@@ -58,12 +63,12 @@ type patchedBlob struct {
 // value, or nil when it is not worth one: no remembered value of another
 // version and the same type, a small value, a long chain, or a patch over
 // a quarter of the value (or making a read fetch more than twice it).
-func (s *Store) patchItem(ref saver.CheckpointRef, pk string, b saver.Blob) (item, *patchedBlob) {
+func (s *Store) patchItem(ref saver.CheckpointRef, pk string, b saver.Blob, cpExp int64) (item, *patchedBlob) {
 	if s.recent == nil || len(b.Value.Data) < minPatchedValue {
 		return nil, nil
 	}
 	r, ok := s.recent.get(recentKey{pk, ref.NS, b.Channel})
-	if !ok || r.version == b.Version || r.typ != b.Value.Type || len(r.chain) >= maxChain {
+	if !ok || r.version == b.Version || r.typ != b.Value.Type || len(r.chain) >= maxChain || !lasts(r.exp, cpExp) {
 		return nil, nil
 	}
 	limit := min(len(b.Value.Data)/4, maxPatch, len(b.Value.Data)-r.patched)
@@ -86,7 +91,10 @@ func (s *Store) patchItem(ref saver.CheckpointRef, pk string, b saver.Blob) (ite
 		attrValue:   payloadAttr(saver.Typed{Type: b.Value.Type, Data: p}),
 		attrChain:   stringList(chain),
 	}
-	return it, &patchedBlob{base: r.version, chain: chain, patched: r.patched + len(p)}
+	if r.exp != 0 {
+		it[attrExpiresAt] = attrN(r.exp)
+	}
+	return it, &patchedBlob{exp: r.exp, base: r.version, chain: chain, patched: r.patched + len(p)}
 }
 
 // chainsHint returns the chains of the checkpoint's patched values that the
@@ -122,13 +130,13 @@ func (s *Store) remember(pk string, in *saver.PutCheckpoint, p *putPlan) {
 	}
 	for i, b := range in.Blobs {
 		k := recentKey{pk, in.NS, b.Channel}
-		if p.dropped[i] || p.exp != 0 {
-			s.recent.drop(k) // stored by another put, or it expires
+		if p.dropped[i] {
+			s.recent.drop(k) // stored by another put, with its own expiry
 			continue
 		}
-		v := &recentValue{key: k, version: b.Version, typ: b.Value.Type, data: b.Value.Data}
+		v := &recentValue{key: k, version: b.Version, typ: b.Value.Type, data: b.Value.Data, exp: p.blobExp}
 		if d := p.patched[i]; d != nil {
-			v.chain, v.patched = d.chain, d.patched
+			v.chain, v.patched, v.exp = d.chain, d.patched, d.exp
 		}
 		s.recent.put(v)
 	}
@@ -146,7 +154,7 @@ func (p *putPlan) unpatch(ctx context.Context, ref saver.CheckpointRef, blobs []
 			return fmt.Errorf("blob %s: %w", blobs[i].Channel, err)
 		}
 		p.blobs[i] = writeOp{item: it, cond: absentOrExpired(p.now)}
-		p.brought[i].ref = valueRef(it)
+		p.brought[i].ref, p.brought[i].patched = valueRef(it), false
 		p.patched[i] = nil
 	}
 	return nil
@@ -162,9 +170,29 @@ func (p *putPlan) patchConds(c *expr) []string {
 		}
 		ch := p.brought[i].channel
 		conds = append(conds, "("+c.path(entryPrefix+ch, entryVersion)+" = "+c.value(attrS(d.base))+
-			" AND "+c.path(entryPrefix+ch, entryExpiresAt)+" = "+c.value(attrN(0))+")")
+			" AND "+c.path(entryPrefix+ch, entryExpiresAt)+" = "+c.value(attrN(d.exp))+")")
 	}
 	return conds
+}
+
+// wholeItem returns the item of a blob of ref's namespace with its whole
+// value, expiring at exp: what a patch becomes to be extended. It reads the
+// blob and its chain (one BatchGetItem).
+func (s *Store) wholeItem(ctx context.Context, ref saver.CheckpointRef, channel, version string, exp int64) (item, error) {
+	pk := partitionKey(ref.Tenant, ref.ThreadID)
+	r := newBlobReader(s)
+	r.want(pk, ref.NS, channel, version)
+	if err := r.read(ctx); err != nil {
+		return nil, err
+	}
+	val, sb, err := r.value(pk, ref.NS, channel, version)
+	if err != nil {
+		return nil, err
+	}
+	if val == nil {
+		return nil, fmt.Errorf("blob %s@%s: gone while being extended", channel, version)
+	}
+	return s.blobItem(ctx, ref, saver.Blob{Channel: channel, Version: version, Value: saver.Typed{Type: sb.blob.Value.Type, Data: val.data}}, exp)
 }
 
 // chainOf returns a blob item's chain; nil for a whole value.

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -60,6 +61,13 @@ func mustReadChat(t *testing.T, s *dynamo.Store, ref saver.CheckpointRef, from, 
 // whether it is a patch, and its value's size.
 func storedBlobs(t *testing.T, st *localstack.Stack, ref saver.CheckpointRef) (patched map[string]bool, size map[string]int) {
 	t.Helper()
+	patched, size, _ = storedBlobsExp(t, st, ref)
+	return patched, size
+}
+
+// storedBlobsExp is storedBlobs with each blob's expiry (0: never).
+func storedBlobsExp(t *testing.T, st *localstack.Stack, ref saver.CheckpointRef) (patched map[string]bool, size map[string]int, exp map[string]int64) {
+	t.Helper()
 	pk := dynamo.BlobItemKey(ref.Tenant, ref.ThreadID, "", "", "")["PK"]
 	out, err := st.DB.Query(t.Context(), &dynamodb.QueryInput{
 		TableName:                 ptr(st.Store.Table()),
@@ -70,21 +78,24 @@ func storedBlobs(t *testing.T, st *localstack.Stack, ref saver.CheckpointRef) (p
 	if err != nil {
 		t.Fatal(err)
 	}
-	patched, size = map[string]bool{}, map[string]int{}
+	patched, size, exp = map[string]bool{}, map[string]int{}, map[string]int64{}
 	for _, it := range out.Items {
 		v := it["version"].(*types.AttributeValueMemberS).Value
 		_, patched[v] = it["chain"]
+		if n, ok := it[dynamo.AttrExpiresAt].(*types.AttributeValueMemberN); ok {
+			exp[v], _ = strconv.ParseInt(n.Value, 10, 64)
+		}
 		size[v] = len(it["value"].(*types.AttributeValueMemberM).Value["data"].(*types.AttributeValueMemberB).Value)
 	}
-	return patched, size
+	return patched, size, exp
 }
-
 
 // TestPatchedValues: a growing value is stored as patches, each about a
 // turn's growth, with one request per put as before; every version reads
 // back, from a store that never saw the puts too; a store whose remembered
-// value is stale writes the whole value; values that expire, and a store
-// that remembers nothing, are stored whole; a broken chain fails the read.
+// value is stale writes the whole value; expiring patches take their
+// chain's expiry and are stored whole when extended or pinned; a store that
+// remembers nothing stores values whole; a broken chain fails the read.
 func TestPatchedValues(t *testing.T) {
 	st := localstack.MustStore(t)
 	a := st.Store
@@ -136,15 +147,52 @@ func TestPatchedValues(t *testing.T) {
 	mustReadChat(t, b, ref, 1, turns+3)
 
 	t.Run("Expiring", func(t *testing.T) {
+		now := time.Now()
+		c := dynamo.NewStore(st.DB, a.Table())
+		c.Now = func() time.Time { return now }
 		ref := storetest.NewRef()
-		exp := time.Now().Add(time.Hour).Unix()
-		for n := 1; n <= 5; n++ {
-			chatPut(t, a, ref, n, exp)
+		hour := func() int64 { return now.Add(time.Hour).Unix() }
+		for n := 1; n <= 6; n++ {
+			chatPut(t, c, ref, n, hour())
 		}
-		if patched, _ := storedBlobs(t, st, ref); strings.Contains(fmt.Sprint(patched), "true") {
-			t.Fatalf("expiring values stored as patches: %v", patched)
+		patched, _, exps := storedBlobsExp(t, st, ref)
+		for n := 2; n <= 6; n++ {
+			if v := fmt.Sprintf("%04d", n); !patched[v] || exps[v] != exps["0001"] || exps[v] == 0 {
+				t.Fatalf("turn %d: patched %v, expiring at %d; want a patch expiring with turn 1 (%d)", n, patched[v], exps[v], exps["0001"])
+			}
 		}
-		mustReadChat(t, a, ref, 1, 5)
+		mustReadChat(t, c, ref, 1, 6)
+
+		// 90 minutes on, a checkpoint that references turn 6 unchanged
+		// outlives it: the patch is stored whole, with a later expiry.
+		now = now.Add(90 * time.Minute)
+		in := storetest.NewCheckpoint(ref, "0007")
+		in.ParentID, in.ExpiresAt = "0006", hour()
+		in.ChannelVersions["messages"] = "0006"
+		storetest.MustPutCheckpoint(t, c, in)
+		patched, _, exps = storedBlobsExp(t, st, ref)
+		if patched["0006"] || exps["0006"] < hour() {
+			t.Fatalf("turn 6 after the extension: patched %v, expiring at %d; want whole, at least %d", patched["0006"], exps["0006"], hour())
+		}
+		if tup := storetest.MustGetTuple(t, c, storetest.At(ref, "0007")); !bytes.Equal(tup.Values[0].Value.Data, chat(10).Data) {
+			t.Fatal("checkpoint 7 reads another value")
+		}
+
+		// Turns 8 and 9 (a patch on 8); pinned, turn 9's value is stored
+		// whole, forever, and reads after every other blob expired.
+		chatPut(t, c, ref, 8, hour())
+		chatPut(t, c, ref, 9, hour())
+		if patched, _, _ := storedBlobsExp(t, st, ref); !patched["0009"] {
+			t.Fatal("turn 9 is not a patch")
+		}
+		if err := c.SetExpiry(t.Context(), storetest.At(ref, "0009"), 0); err != nil {
+			t.Fatal(err)
+		}
+		now = now.Add(24 * time.Hour)
+		mustReadChat(t, c, ref, 9, 9)
+		if patched, _, exps := storedBlobsExp(t, st, ref); patched["0009"] || exps["0009"] != 0 {
+			t.Fatalf("pinned turn 9: patched %v, expiring at %d; want whole, never", patched["0009"], exps["0009"])
+		}
 	})
 	t.Run("RememberNothing", func(t *testing.T) {
 		c := dynamo.NewStore(st.DB, a.Table())

@@ -33,6 +33,7 @@ type recentValue struct {
 	// the patches along it, this one's included.
 	chain   []string
 	patched int
+	exp     int64 // the blob's expiry (0: never)
 }
 
 func newRecent(max int) *recent {

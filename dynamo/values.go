@@ -15,10 +15,10 @@ type blobID struct{ pk, sk string }
 // storedBlob is a blob item as read: a whole value, or a patch on the last
 // version of chain (see patched.go).
 type storedBlob struct {
-	blob    *saver.Blob
-	ns      string
-	chain   []string
-	expires bool
+	blob  *saver.Blob
+	ns    string
+	chain []string
+	exp   int64 // 0: never
 }
 
 // resolved is a blob's whole value, with what recent needs to patch on it.
@@ -76,7 +76,7 @@ func (r *blobReader) read(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			sb := &storedBlob{blob: b, ns: getS(it, attrNS), chain: chainOf(it), expires: exp != 0}
+			sb := &storedBlob{blob: b, ns: getS(it, attrNS), chain: chainOf(it), exp: exp}
 			pk := getS(it, attrPK)
 			r.stored[blobID{pk, getS(it, attrSK)}] = sb
 			for _, v := range sb.chain {
