@@ -36,6 +36,11 @@ type ClaimRequest struct {
 	Lease time.Duration
 	// TTL is how long the key's record is kept after its last change.
 	TTL time.Duration
+	// ClaimID, when set, names the claim across resends: a claim whose
+	// answer was lost and is sent again with the same ClaimID while the
+	// lease it was granted runs is granted again, with the same token and
+	// lease, rather than found in progress (held by itself).
+	ClaimID string
 }
 
 // Claim is a key's record as a claim sees it.
@@ -59,8 +64,9 @@ type Claim struct {
 
 // Limits on ledger requests.
 const (
-	MaxLease = time.Hour
-	MaxTTL   = 90 * 24 * time.Hour
+	MaxLease      = time.Hour
+	MaxTTL        = 90 * 24 * time.Hour
+	MaxClaimIDLen = 128
 )
 
 // Validate checks a claim request.
@@ -74,7 +80,7 @@ func (r ClaimRequest) Validate() error {
 	if r.TTL < r.Lease || r.TTL > MaxTTL {
 		return Errorf(EINVALID, "ttl must be at least the lease and at most %s.", MaxTTL)
 	}
-	return nil
+	return validID("claim_id", r.ClaimID, false, MaxClaimIDLen)
 }
 
 // Ledger is the idempotency ledger: a step claims a key before a side effect,
@@ -82,7 +88,8 @@ func (r ClaimRequest) Validate() error {
 type Ledger interface {
 	// Claim grants the lease when the key is new, its lease expired, or its
 	// last failure was retryable; otherwise it reports the key's state. Of
-	// any number of concurrent claims on a key, exactly one is granted.
+	// any number of concurrent claims on a key, exactly one is granted. A
+	// resend (the ClaimID of the running lease) gets that lease again.
 	Claim(ctx context.Context, in ClaimRequest) (*Claim, error)
 
 	// Complete stores the result of a claimed key.

@@ -26,6 +26,8 @@ type claimRequest struct {
 	Key     string `json:"key" msgpack:"key"`
 	LeaseMS *int64 `json:"lease_ms" msgpack:"lease_ms"`
 	TTLMS   *int64 `json:"ttl_ms" msgpack:"ttl_ms"`
+	// ClaimID names the claim across resends (saver.ClaimRequest.ClaimID).
+	ClaimID string `json:"claim_id" msgpack:"claim_id"`
 }
 
 type claimResponse struct {
@@ -44,7 +46,7 @@ func (s *Server) handleClaim(c echo.Context) error {
 	if err := bind(c, &req); err != nil {
 		return err
 	}
-	in := saver.ClaimRequest{Tenant: s.tenant(c), Key: req.Key, Lease: DefaultLease, TTL: DefaultKeyTTL}
+	in := saver.ClaimRequest{Tenant: s.tenant(c), Key: req.Key, Lease: DefaultLease, TTL: DefaultKeyTTL, ClaimID: req.ClaimID}
 	if req.LeaseMS != nil {
 		in.Lease = time.Duration(*req.LeaseMS) * time.Millisecond
 	}

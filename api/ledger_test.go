@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -57,6 +58,7 @@ func TestLedger(t *testing.T) {
 		{"ClaimZeroLease", "/v1/idempotency/claim", `{"key":"k","lease_ms":0}`, 400, "invalid"},
 		{"ClaimHugeLease", "/v1/idempotency/claim", `{"key":"k","lease_ms":99999999999}`, 400, "invalid"},
 		{"ClaimTTLBelowLease", "/v1/idempotency/claim", `{"key":"k","lease_ms":60000,"ttl_ms":1000}`, 400, "invalid"},
+		{"ClaimIDTooLong", "/v1/idempotency/claim", `{"key":"k","claim_id":"` + strings.Repeat("c", saver.MaxClaimIDLen+1) + `"}`, 400, "invalid"},
 		{"CompleteNoToken", "/v1/idempotency/complete", `{"key":"k","result":{"type":"msgpack","data":""}}`, 400, "invalid"},
 		{"CompleteNoResult", "/v1/idempotency/complete", `{"key":"k","token":"tok"}`, 400, "invalid"},
 		{"CompleteStaleToken", "/v1/idempotency/complete", `{"key":"k","token":"old","result":{"type":"msgpack","data":""}}`, 409, "conflict"},

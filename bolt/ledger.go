@@ -35,19 +35,22 @@ func expiryKey(at int64, lk []byte) []byte {
 // free.
 func (s *Store) Claim(ctx context.Context, in saver.ClaimRequest) (*saver.Claim, error) {
 	lk := ledgerKey(in.Tenant, in.Key)
-	var claim *saver.Claim
+	var (
+		claim *saver.Claim
+		grant *ledgerRecord
+	)
 	err := s.view(ctx, "claim", func(tx *bbolt.Tx) error {
 		rec, err := getLedger(tx, lk)
 		if err != nil {
 			return err
 		}
-		claim, _ = decideClaim(rec, in, s.Now(), "")
+		claim, grant = decideClaim(rec, in, s.Now(), "")
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	if claim.State != saver.ClaimClaimed {
+	if grant == nil { // nothing to store: a state, or a resend's grant
 		return claim, nil
 	}
 	// The token is drawn once: Batch may run the function again after a
@@ -92,6 +95,10 @@ func decideClaim(rec *ledgerRecord, in saver.ClaimRequest, now time.Time, token 
 		case rec.State == saver.ClaimFailed && (rec.Error == nil || !rec.Error.Retryable):
 			c.Error = rec.Error
 			return c, nil
+		case rec.State == saver.ClaimClaimed && t < rec.LeaseExpiresAt && in.ClaimID != "" && rec.ClaimID == in.ClaimID:
+			// A resend of the claim that holds the lease: its grant again.
+			c.Token, c.LeaseExpiresAt, c.Error = rec.Token, unixTime(rec.LeaseExpiresAt), rec.Error
+			return c, nil
 		case rec.State == saver.ClaimClaimed && t < rec.LeaseExpiresAt:
 			c.State, c.LeaseExpiresAt = saver.ClaimInProgress, unixTime(rec.LeaseExpiresAt)
 			return c, nil
@@ -100,6 +107,7 @@ func decideClaim(rec *ledgerRecord, in saver.ClaimRequest, now time.Time, token 
 	next := &ledgerRecord{
 		State:          saver.ClaimClaimed,
 		Token:          token,
+		ClaimID:        in.ClaimID,
 		Attempt:        1,
 		LeaseExpiresAt: now.Add(in.Lease).UnixNano(),
 		ExpiresAt:      now.Add(in.TTL).UnixNano(),

@@ -115,6 +115,7 @@ type ledgerRecord struct {
 	// it is a claimed record seen by someone else before its lease ends.
 	State          saver.ClaimState `msgpack:"state"`
 	Token          string           `msgpack:"token"`
+	ClaimID        string           `msgpack:"claim_id,omitempty"` // the granted claim's, to know its resends
 	Attempt        int              `msgpack:"attempt"`
 	LeaseExpiresAt int64            `msgpack:"lease_expires_at"`
 	// ExpiresAt is when the record is gone: TTL after its last change.

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -40,6 +41,7 @@ const (
 
 	attrState     = "state"
 	attrToken     = "token"
+	attrClaimID   = "claim_id"
 	attrAttempt   = "attempt"
 	attrLease     = "lease_expires_ms"
 	attrTTL       = "ttl_s"
@@ -76,6 +78,7 @@ func ledgerKey(tenant, idemKey string) item {
 type record struct {
 	state   saver.ClaimState
 	token   string
+	claimID string // the granted claim's, to know its resends
 	attempt int
 	lease   int64 // epoch milliseconds; 0 when not claimed
 	expires int64 // epoch seconds
@@ -90,6 +93,7 @@ func decodeRecord(it item) (*record, error) {
 	r := &record{
 		state:   saver.ClaimState(getS(it, attrState)),
 		token:   getS(it, attrToken),
+		claimID: getS(it, attrClaimID),
 		attempt: int(getN(it, attrAttempt)),
 		lease:   getN(it, attrLease),
 		expires: getN(it, attrExpiresAt),
@@ -166,6 +170,9 @@ func (s *Store) Claim(ctx context.Context, in saver.ClaimRequest) (*saver.Claim,
 			return &saver.Claim{Key: in.Key, State: saver.ClaimCompleted, Attempt: old.attempt, Result: old.result}, nil
 		case old.state == saver.ClaimFailed && (old.err == nil || !old.err.Retryable):
 			return &saver.Claim{Key: in.Key, State: saver.ClaimFailed, Attempt: old.attempt, Error: old.err}, nil
+		case old.state == saver.ClaimClaimed && old.lease > millis(now) && in.ClaimID != "" && old.claimID == in.ClaimID:
+			// A resend of the claim that holds the lease: its grant again.
+			return granted(in.Key, old.token, old.lease, old.attempt, old.err), nil
 		case old.state == saver.ClaimClaimed && old.lease > millis(now):
 			return &saver.Claim{Key: in.Key, State: saver.ClaimInProgress, Attempt: old.attempt, LeaseExpiresAt: time.UnixMilli(old.lease).UTC()}, nil
 		default:
@@ -195,6 +202,11 @@ func (s *Store) claimTake(ctx context.Context, in saver.ClaimRequest, now time.T
 		u.name(attrTTL), u.value(attrN(ttl)),
 		u.name(attrExpiresAt), u.value(attrN(ceilSeconds(now)+ttl)),
 		u.name(attrResult))
+	if in.ClaimID != "" {
+		u.text = strings.Replace(u.text, " REMOVE ", ", "+u.name(attrClaimID)+" = "+u.value(attrS(in.ClaimID))+" REMOVE ", 1)
+	} else {
+		u.text += ", " + u.name(attrClaimID)
+	}
 	names, values := merge(c, u)
 	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                           &s.table,
@@ -229,6 +241,9 @@ func (s *Store) claimFresh(ctx context.Context, in saver.ClaimRequest, now time.
 	it[attrKind] = attrS(itemLedger)
 	it[attrState] = attrS(string(saver.ClaimClaimed))
 	it[attrToken] = attrS(token)
+	if in.ClaimID != "" {
+		it[attrClaimID] = attrS(in.ClaimID)
+	}
 	it[attrAttempt] = attrN(1)
 	it[attrLease] = attrN(lease)
 	it[attrTTL] = attrN(ttl)

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"crypto/rand"
+	"strings"
 	"testing"
 	"time"
 
@@ -160,6 +161,44 @@ var claimTests = []ledgerTest{
 	{"InProgress", testClaimInProgress},
 	{"LeaseExpiry", testClaimLeaseExpiry},
 	{"Limits", testClaimLimits},
+	{"Resend", testClaimResend},
+}
+
+// testClaimResend sends a granted claim again with its claim id, as a client
+// does when the answer was lost: while the lease runs it gets the same grant
+// (token, lease, attempt), where other claims see it in progress; once the
+// lease ended, or the key completed, the resend is a claim like any other.
+func testClaimResend(t *testing.T, l LedgerStore, clock *Clock) {
+	in := NewClaim()
+	in.ClaimID = "claim-" + rand.Text()
+	first := MustClaim(t, l, in)
+	if first.State != saver.ClaimClaimed {
+		t.Fatalf("first claim: %s", first.State)
+	}
+	clock.Advance(30 * time.Second)
+	again := MustClaim(t, l, in)
+	if again.State != saver.ClaimClaimed || again.Token != first.Token || !again.LeaseExpiresAt.Equal(first.LeaseExpiresAt) || again.Attempt != 1 {
+		t.Fatalf("resend: %+v; want the first grant again %+v", again, first)
+	}
+	for name, other := range map[string]string{"another id": "claim-" + rand.Text(), "no id": ""} {
+		o := in
+		o.ClaimID = other
+		if c := MustClaim(t, l, o); c.State != saver.ClaimInProgress || c.Token != "" {
+			t.Fatalf("claim with %s: %+v; want in_progress", name, c)
+		}
+	}
+	// Past the lease the resend takes the key over as a new attempt.
+	clock.Advance(31 * time.Second)
+	late := MustClaim(t, l, in)
+	if late.State != saver.ClaimClaimed || late.Token == first.Token || late.Attempt != 2 {
+		t.Fatalf("resend after the lease: %+v; want a new grant, attempt 2", late)
+	}
+	if err := l.Complete(t.Context(), in.Tenant, in.Key, late.Token, Result("done")); err != nil {
+		t.Fatal(err)
+	}
+	if c := MustClaim(t, l, in); c.State != saver.ClaimCompleted {
+		t.Fatalf("resend after completion: %s; want completed", c.State)
+	}
 }
 
 func testClaimNewKey(t *testing.T, l LedgerStore, clock *Clock) {
@@ -209,8 +248,11 @@ func testClaimLeaseExpiry(t *testing.T, l LedgerStore, clock *Clock) {
 func testClaimLimits(t *testing.T, l LedgerStore, clock *Clock) {
 	in := NewClaim()
 	in.Lease, in.TTL = saver.MaxLease, saver.MaxTTL
+	in.ClaimID = strings.Repeat("c", saver.MaxClaimIDLen)
 	holder := MustClaimEqual(t, l, in, granted(in, clock.Now(), 1, nil))
+	MustClaimEqual(t, l, in, *holder) // a resend
 	clock.Advance(saver.MaxLease - time.Second)
+	in.ClaimID = ""
 	MustClaimEqual(t, l, in, inProgress(holder))
 	MustComplete(t, l, in.Tenant, in.Key, holder.Token, Result("done"))
 	clock.Advance(saver.MaxTTL - time.Second)

@@ -14,6 +14,8 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from typing import Annotated, Any
 
+import httpx
+import ormsgpack
 import pytest
 from langchain_core.runnables import RunnableConfig
 from langgraph.func import entrypoint, task
@@ -141,6 +143,32 @@ def test_superseded_token_conflicts(saver: HTTPSaver) -> None:
     assert second.token is not None
     saver.complete(key, second.token, "on time")
     assert saver.claim(key).result == "on time"
+
+
+def test_claim_whose_answer_was_lost_is_granted_on_resend(saver_url: str) -> None:
+    """The service grants a claim, its answer is lost (a read timeout), the
+    client sends it again: the resend carries the same claim id, so it gets
+    the same grant, not in_progress (held by itself) until its lease ends."""
+    with HTTPSaver(saver_url) as saver:
+        client = saver._transport._sync_client()
+        real = client.request
+        lost: list[dict[str, Any]] = []
+
+        def lossy(method: str, url: Any, **kwargs: Any) -> httpx.Response:
+            response = real(method, url, **kwargs)
+            if str(url).endswith("/idempotency/claim") and not lost:
+                lost.append(ormsgpack.unpackb(response.content))
+                raise httpx.ReadTimeout("the answer was lost", request=response.request)
+            return response
+
+        client.request = lossy  # type: ignore[method-assign]
+        key = new_key()
+        claim = saver.claim(key)
+        assert lost and lost[0]["state"] == "claimed"
+        assert claim.state == "claimed" and claim.token == lost[0]["token"]
+        assert saver.claim(key).state == "in_progress"  # a new claim, another id
+        saver.complete(key, claim.token, "done")
+        assert saver.claim(key).result == "done"
 
 
 def test_claim_arguments_are_checked(saver: HTTPSaver) -> None:

@@ -417,7 +417,11 @@ class HTTPSaver(BaseCheckpointSaver[str]):
     def _claim_body(key: str, lease: float | None, ttl: float | None) -> Wire:
         if not isinstance(key, str) or not key:
             raise ValueError("an idempotency key must be a non-empty str")
-        body: Wire = {"key": key}
+        # One claim id for every try of this call: when an answer is lost
+        # and the transport sends the claim again, the service recognises
+        # the resend and grants the same lease, rather than answer
+        # in_progress (held by this very call) until the lease runs out.
+        body: Wire = {"key": key, "claim_id": uuid.uuid4().hex}
         if lease is not None:
             body["lease_ms"] = _millis(lease, "lease")
         if ttl is not None:
