@@ -214,8 +214,17 @@ func writeItem(ref saver.CheckpointRef, w saver.Write, exp int64) item {
 	return it
 }
 
-// blobItem returns the item of a channel value.
+// blobItem returns the item of a channel value, offloaded if need be.
 func (s *Store) blobItem(ctx context.Context, ref saver.CheckpointRef, b saver.Blob, exp int64) (item, error) {
+	it := inlineBlobItem(ref, b, exp)
+	if err := s.offload(ctx, ref.Tenant, ref.ThreadID, it, attrValue, b.Value, exp); err != nil {
+		return nil, err
+	}
+	return it, nil
+}
+
+// inlineBlobItem returns the item of a channel value, the value inline.
+func inlineBlobItem(ref saver.CheckpointRef, b saver.Blob, exp int64) item {
 	it := item{
 		attrPK:      attrS(partitionKey(ref.Tenant, ref.ThreadID)),
 		attrSK:      attrS(blobKey(ref.NS, b.Channel, b.Version)),
@@ -229,10 +238,7 @@ func (s *Store) blobItem(ctx context.Context, ref saver.CheckpointRef, b saver.B
 	if exp != 0 {
 		it[attrExpiresAt] = attrN(exp)
 	}
-	if err := s.offload(ctx, ref.Tenant, ref.ThreadID, it, attrValue, b.Value, exp); err != nil {
-		return nil, err
-	}
-	return it, nil
+	return it
 }
 
 // loads collects the offloaded payloads met while decoding items, to fetch

@@ -80,20 +80,8 @@ func (s *Store) patchItem(ref saver.CheckpointRef, pk string, b saver.Blob, cpEx
 		return nil, nil
 	}
 	chain := append(r.chain[:len(r.chain):len(r.chain)], r.version)
-	it := item{
-		attrPK:      attrS(pk),
-		attrSK:      attrS(blobKey(ref.NS, b.Channel, b.Version)),
-		attrKind:    attrS(itemBlob),
-		attrThread:  attrS(ref.ThreadID),
-		attrNS:      attrS(ref.NS),
-		attrChannel: attrS(b.Channel),
-		attrVersion: attrS(b.Version),
-		attrValue:   payloadAttr(saver.Typed{Type: b.Value.Type, Data: p}),
-		attrChain:   stringList(chain),
-	}
-	if r.exp != 0 {
-		it[attrExpiresAt] = attrN(r.exp)
-	}
+	it := inlineBlobItem(ref, saver.Blob{Channel: b.Channel, Version: b.Version, Value: saver.Typed{Type: b.Value.Type, Data: p}}, r.exp)
+	it[attrChain] = stringList(chain)
 	return it, &patchedBlob{exp: r.exp, base: r.version, chain: chain, patched: r.patched + len(p)}
 }
 
