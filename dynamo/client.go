@@ -30,14 +30,18 @@ const (
 
 // NewRetryer returns the SDK retryer the store's client should use: the
 // standard one with the policy above, also retrying transactions cancelled
-// only by contention or throttling (every transaction the store sends is
-// idempotent, so sending it again is safe).
+// only by contention or throttling, and writes refused because a
+// transaction held their item (TransactionConflictException, which the SDK
+// does not retry by itself). Every write the store sends is idempotent or
+// conditioned, so sending it again is safe.
 func NewRetryer() aws.Retryer {
 	return retry.NewStandard(func(o *retry.StandardOptions) {
 		o.MaxAttempts = MaxAttempts
 		o.MaxBackoff = MaxBackoff
 		o.BaseDelay = BaseDelay
-		o.Retryables = append(o.Retryables, retry.IsErrorRetryableFunc(retryableCancel))
+		o.Retryables = append(o.Retryables,
+			retry.IsErrorRetryableFunc(retryableCancel),
+			retry.RetryableErrorCode{Codes: map[string]struct{}{"TransactionConflictException": {}}})
 		o.Throttles = append(o.Throttles, retry.IsErrorThrottleFunc(throttledCancel))
 	})
 }

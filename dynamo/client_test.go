@@ -27,6 +27,7 @@ func TestRetryDelays(t *testing.T) {
 		Err:      &smithy.GenericAPIError{Code: "InternalServerError", Message: "boom"},
 	}
 	slowDown := &smithy.GenericAPIError{Code: "SlowDown", Message: "reduce your request rate"}
+	conflict := &types.TransactionConflictException{Message: aws.String("Transaction is ongoing for the item")}
 	tests := []struct {
 		name     string
 		retryer  aws.Retryer
@@ -39,6 +40,7 @@ func TestRetryDelays(t *testing.T) {
 		{"dynamo/throttled", dynamo.NewRetryer(), dynamo.MaxAttempts, dynamo.MaxBackoff, throttled, time.Second, 7 * time.Second},
 		{"dynamo/transaction-throttled", dynamo.NewRetryer(), dynamo.MaxAttempts, dynamo.MaxBackoff, cancelled, time.Second, 7 * time.Second},
 		{"dynamo/500", dynamo.NewRetryer(), dynamo.MaxAttempts, dynamo.MaxBackoff, failed, dynamo.BaseDelay, 2575 * time.Millisecond},
+		{"dynamo/write-in-a-transaction", dynamo.NewRetryer(), dynamo.MaxAttempts, dynamo.MaxBackoff, conflict, dynamo.BaseDelay, 2575 * time.Millisecond},
 		{"s3/slow-down", s3offload.NewRetryer(), s3offload.MaxAttempts, s3offload.MaxBackoff, slowDown, time.Second, 5 * time.Second},
 		{"s3/500", s3offload.NewRetryer(), s3offload.MaxAttempts, s3offload.MaxBackoff, failed, s3offload.BaseDelay, 775 * time.Millisecond},
 	}

@@ -17,6 +17,7 @@
 package faults
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -56,9 +57,31 @@ const (
 	Unavailable Fault = "unavailable"
 	// Down refuses the connection, as when the service is not running.
 	Down Fault = "down"
+	// Conflict is DynamoDB's answer to a write that met a concurrent
+	// transaction on one of its items: a TransactWriteItems cancelled with
+	// TransactionConflict as the reason of each of its actions, a PutItem,
+	// UpdateItem or DeleteItem a TransactionConflictException (400). It
+	// applies to those four operations only.
+	Conflict Fault = "conflict"
+	// Unprocessed is DynamoDB's answer to a batch under load: a
+	// BatchWriteItem or BatchGetItem answered 200 with every item or key
+	// of the request left unprocessed (nothing written or read). It
+	// applies to those two operations only; other requests pass.
+	Unprocessed Fault = "unprocessed"
 )
 
-var allFaults = []Fault{Throttle, Provisioned, ServerError, Unavailable, Down}
+var allFaults = []Fault{Throttle, Provisioned, ServerError, Unavailable, Down, Conflict, Unprocessed}
+
+// appliesTo reports whether fault can be given to a request of op.
+func (f Fault) appliesTo(service, op string) bool {
+	switch f {
+	case Conflict:
+		return service == DynamoDB && (op == "TransactWriteItems" || op == "PutItem" || op == "UpdateItem" || op == "DeleteItem")
+	case Unprocessed:
+		return service == DynamoDB && (op == "BatchWriteItem" || op == "BatchGetItem")
+	}
+	return true
+}
 
 // Rule says which requests get a fault.
 type Rule struct {
@@ -229,7 +252,7 @@ func (t *Transport) decide(service, op string) (Fault, time.Duration) {
 	t.stats.Requests[service]++
 	delay := t.delay[""] + t.delay[service]
 	for _, r := range t.rules {
-		if !r.matches(service, op) {
+		if !r.matches(service, op) || !r.Fault.appliesTo(service, op) {
 			continue
 		}
 		r.seen++
@@ -272,11 +295,18 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	// The request never reaches the service, as if the service had refused
 	// it before doing anything.
-	closeBody(req)
+	var body []byte
+	if req.Body != nil {
+		var err error
+		if body, err = io.ReadAll(req.Body); err != nil {
+			return nil, err
+		}
+		req.Body.Close()
+	}
 	if fault == Down {
 		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
 	}
-	return response(req, service, fault), nil
+	return response(req, service, op, fault, body)
 }
 
 func closeBody(req *http.Request) {
@@ -288,8 +318,9 @@ func closeBody(req *http.Request) {
 
 var requestSeq atomic.Int64
 
-// response builds the error answer the real service gives for fault.
-func response(req *http.Request, service string, fault Fault) *http.Response {
+// response builds the answer the real service gives for fault to a request
+// of op with body.
+func response(req *http.Request, service, op string, fault Fault, reqBody []byte) (*http.Response, error) {
 	id := fmt.Sprintf("faults-%d", requestSeq.Add(1))
 	h := http.Header{}
 	var (
@@ -299,6 +330,18 @@ func response(req *http.Request, service string, fault Fault) *http.Response {
 	if service == DynamoDB {
 		var typ, msg string
 		switch fault {
+		case Unprocessed:
+			b, err := unprocessed(op, reqBody)
+			if err != nil {
+				return nil, err
+			}
+			status, body = 200, string(b)
+		case Conflict:
+			b, err := conflict(op, reqBody)
+			if err != nil {
+				return nil, err
+			}
+			status, body = 400, string(b)
 		case Throttle:
 			status, typ, msg = 400, "com.amazonaws.dynamodb.v20120810#ThrottlingException", "Rate of requests exceeds the allowed throughput."
 		case Provisioned:
@@ -308,7 +351,9 @@ func response(req *http.Request, service string, fault Fault) *http.Response {
 		default:
 			status, typ, msg = 503, "com.amazon.coral.availability#ServiceUnavailableException", "Service unavailable"
 		}
-		body = fmt.Sprintf(`{"__type":%q,"message":%q}`, typ, msg+" (injected by faults)")
+		if body == "" {
+			body = fmt.Sprintf(`{"__type":%q,"message":%q}`, typ, msg+" (injected by faults)")
+		}
 		h.Set("Content-Type", "application/x-amz-json-1.0")
 		h.Set("X-Amzn-RequestId", id)
 		// DynamoDB signs its bodies with a CRC32 the SDK checks.
@@ -340,7 +385,49 @@ func response(req *http.Request, service string, fault Fault) *http.Response {
 		Body:          io.NopCloser(strings.NewReader(body)),
 		ContentLength: int64(len(body)),
 		Request:       req,
+	}, nil
+}
+
+// unprocessed answers a batch request with all of it left unprocessed.
+func unprocessed(op string, reqBody []byte) ([]byte, error) {
+	var in struct {
+		RequestItems json.RawMessage
 	}
+	if err := json.Unmarshal(reqBody, &in); err != nil {
+		return nil, fmt.Errorf("faults: read %s request: %w", op, err)
+	}
+	if op == "BatchGetItem" {
+		return json.Marshal(map[string]any{"Responses": map[string]any{}, "UnprocessedKeys": in.RequestItems})
+	}
+	return json.Marshal(map[string]any{"UnprocessedItems": in.RequestItems})
+}
+
+// conflict answers a request as cancelled by a concurrent transaction.
+func conflict(op string, reqBody []byte) ([]byte, error) {
+	const prefix = "com.amazonaws.dynamodb.v20120810#"
+	if op != "TransactWriteItems" {
+		return json.Marshal(map[string]string{
+			"__type":  prefix + "TransactionConflictException",
+			"message": "Transaction is ongoing for the item (injected by faults)",
+		})
+	}
+	var in struct {
+		TransactItems []json.RawMessage
+	}
+	if err := json.Unmarshal(reqBody, &in); err != nil {
+		return nil, fmt.Errorf("faults: read %s request: %w", op, err)
+	}
+	reasons := make([]map[string]string, len(in.TransactItems))
+	codes := make([]string, len(in.TransactItems))
+	for i := range reasons {
+		reasons[i] = map[string]string{"Code": "TransactionConflict", "Message": "Transaction is ongoing for the item"}
+		codes[i] = "TransactionConflict"
+	}
+	return json.Marshal(map[string]any{
+		"__type":              prefix + "TransactionCanceledException",
+		"Message":             "Transaction cancelled, please refer cancellation reasons for specific reasons [" + strings.Join(codes, ", ") + "] (injected by faults)",
+		"CancellationReasons": reasons,
+	})
 }
 
 // Spec is a parsed SAVER_FAULTS value.
@@ -359,7 +446,8 @@ type Spec struct {
 //	dynamodb:error=1,op=TransactWriteItems,skip=2
 //	s3:throttle=0.3;dynamodb:delay=20ms
 //
-// A fault (throttle, provisioned, error, unavailable, down) takes the rate
+// A fault (throttle, provisioned, error, unavailable, down, conflict,
+// unprocessed) takes the rate
 // in [0, 1] at which matching requests get it; op, skip and count apply to
 // every fault of the clause; delay adds latency to every request of the
 // service; seed (any clause) fixes the random sequence.

@@ -41,6 +41,10 @@ func TestParse(t *testing.T) {
 			map[string]time.Duration{"s3": 20 * time.Millisecond}, 7,
 		},
 		{"dynamodb:down=1", []faults.Rule{{Service: "dynamodb", Fault: faults.Down, Rate: 1}}, map[string]time.Duration{}, 0},
+		{"dynamodb:conflict=0.3,unprocessed=0.5", []faults.Rule{
+			{Service: "dynamodb", Fault: faults.Conflict, Rate: 0.3},
+			{Service: "dynamodb", Fault: faults.Unprocessed, Rate: 0.5},
+		}, map[string]time.Duration{}, 0},
 	}
 	for _, tt := range tests {
 		got, err := faults.Parse(tt.spec)

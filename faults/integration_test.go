@@ -5,6 +5,8 @@ package faults_test
 import (
 	"fmt"
 	"net/http"
+	"net/url"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -364,4 +366,60 @@ func TestLargePutWritesAllOrNothing(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestConflictsAndUnprocessedAreRetried gives DynamoDB's answers no
+// emulator gives: 30% of requests cancelled by a concurrent transaction
+// (TransactionConflict) and 50% of batches left wholly unprocessed. Puts of
+// two transactions, put_writes, reads of 150 values (two BatchGetItems),
+// copies and deletes (BatchWriteItem) all succeed, and what was put reads
+// back whole, without faults, from the copy.
+func TestConflictsAndUnprocessedAreRetried(t *testing.T) {
+	r := newRig(t, 0, true)
+	r.ft.Set(
+		faults.Rule{Service: faults.DynamoDB, Fault: faults.Conflict, Rate: 0.3},
+		faults.Rule{Service: faults.DynamoDB, Fault: faults.Unprocessed, Rate: 0.5},
+	)
+	const threads = 4
+	for i := range threads {
+		thread := fmt.Sprintf("conflicts-%d-%s", i, localstack.Name(""))
+		put, writes := checkpointBody("0001", "", 150, 10), writesBody("0001", "task", 5, 10)
+		a, n := retrying(func() answer { return r.api.put(thread, put) })
+		mustStatus(t, "put of 150 blobs", a, http.StatusOK)
+		b, m := retrying(func() answer { return r.api.writes(thread, writes) })
+		mustStatus(t, "put_writes", b, http.StatusNoContent)
+		g, k := retrying(func() answer { return r.api.get(thread, "0001") })
+		mustStatus(t, "get", g, http.StatusOK)
+		if n+m+k > 0 {
+			t.Logf("%s: %d calls answered 503 and retried by the caller", thread, n+m+k)
+		}
+		copyPath := "/v1/threads/" + url.PathEscape(thread) + "/copy"
+		c, _ := retrying(func() answer {
+			return r.api.do(http.MethodPost, copyPath, map[string]any{"target_thread_id": thread + "-copy"})
+		})
+		mustStatus(t, "copy", c, http.StatusNoContent)
+		d, _ := retrying(func() answer { return r.api.do(http.MethodDelete, "/v1/threads/"+url.PathEscape(thread), nil) })
+		mustStatus(t, "delete", d, http.StatusNoContent)
+
+		copied := r.clean.get(thread+"-copy", "0001")
+		mustStatus(t, "clean get of the copy", copied, http.StatusOK)
+		vals, _ := copied.Body["values"].([]any)
+		ws, _ := copied.Body["writes"].([]any)
+		for _, field := range []string{"values", "writes"} {
+			if !reflect.DeepEqual(copied.Body[field], g.Body[field]) {
+				t.Fatalf("the copy's %s differ from what was read through the faults", field)
+			}
+		}
+		if len(vals) != 150 || len(ws) != 5 {
+			t.Fatalf("the copy has %d values and %d writes, want 150 and 5", len(vals), len(ws))
+		}
+		if gone := r.clean.get(thread, "0001"); gone.Status != http.StatusNotFound {
+			t.Fatalf("deleted thread: get answered %d", gone.Status)
+		}
+	}
+	st := r.ft.Stats()
+	if st.Injected["dynamodb:conflict"] == 0 || st.Injected["dynamodb:unprocessed"] == 0 {
+		t.Fatalf("faults not injected: %v", st.Injected)
+	}
+	t.Logf("FAULTS: %d DynamoDB requests, injected %v; every call succeeded, 0 lost", st.Requests["dynamodb"], st.Injected)
 }
