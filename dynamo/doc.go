@@ -132,9 +132,12 @@
 //	                a latest checkpoint with over 7 writes: 2, see
 //	                Store.FirstPage) + 1 BatchGetItem per 100 channel values
 //	list            1 Query per page in one namespace (thread and namespace
-//	                given); the whole thread when no namespace is given; a
-//	                table Scan when no thread is given; + 1 BatchGetItem per
-//	                100 values of the listed checkpoints
+//	                given); with a thread, a limit and no namespace, 1
+//	                Query of 1 item per namespace + 1 to find them, then 1
+//	                per namespace (up to 32 namespaces; past that, and
+//	                without a limit, the whole thread); a table Scan when no
+//	                thread is given; + 1 BatchGetItem per 100 values of the
+//	                listed checkpoints
 //	list_nodes      1 Query per 1 MB page of the thread's checkpoints and
 //	                writes, projected on keys and node fields: no payload
 //	                leaves DynamoDB, though it counts items whole against

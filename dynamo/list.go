@@ -19,6 +19,9 @@ const maxKeyRune = "\U0010FFFF"
 // ListCheckpoints lists by the narrowest read the filter allows:
 //   - a thread and a namespace: one Query per page, backwards through the
 //     namespace from the before/after bound, stopping at the limit;
+//   - a thread in all namespaces, with a limit: its namespaces found with
+//     one small Query each (see namespaces), each listed as above, and the
+//     lists merged; past maxMergedNamespaces, as without a limit:
 //   - a thread in all namespaces: the thread's checkpoints are read whole
 //     (namespaces interleave in id order) and sorted in memory;
 //   - every thread of a tenant: a Scan filtered to the tenant's partitions.
@@ -33,6 +36,8 @@ func (s *Store) ListCheckpoints(ctx context.Context, f saver.ListFilter) ([]*sav
 	switch {
 	case f.ThreadID != "" && f.NS != nil:
 		ps, err = s.listNamespace(ctx, f)
+	case f.ThreadID != "" && f.Limit > 0:
+		ps, err = s.listThread(ctx, f)
 	case f.ThreadID != "":
 		ps, err = s.listUnordered(ctx, f, s.queryThread(f.Tenant, f.ThreadID))
 	default:
@@ -92,6 +97,77 @@ func (s *Store) listNamespace(ctx context.Context, f saver.ListFilter) ([]*parti
 		return nil, qerr
 	}
 	return out, err
+}
+
+// maxMergedNamespaces bounds the namespaces a limited thread-wide list
+// merges. A thread with more (a subgraph called in a loop has a namespace
+// per call) is read whole: past a few dozen, the small Queries cost more.
+const maxMergedNamespaces = 32
+
+// listThread lists a thread in all namespaces, up to f.Limit, by merging
+// the limited lists of each of its namespaces.
+func (s *Store) listThread(ctx context.Context, f saver.ListFilter) ([]*partial, error) {
+	nss, ok, err := s.namespaces(ctx, f.Tenant, f.ThreadID, maxMergedNamespaces)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return s.listUnordered(ctx, f, s.queryThread(f.Tenant, f.ThreadID))
+	}
+	var out []*partial
+	for _, ns := range nss {
+		g := f
+		g.NS = &ns
+		ps, err := s.listNamespace(ctx, g)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ps...)
+	}
+	slices.SortFunc(out, func(a, b *partial) int { return comparePositions(a.tup.Position(), b.tup.Position()) })
+	return out[:min(len(out), f.Limit)], nil
+}
+
+// namespaces returns the namespaces of a thread's checkpoints and writes,
+// false if it has more than max. Each costs one Query of one item,
+// projected on its namespace: the next key after every key of the last
+// namespace found. Every byte of an escaped or hashed part is above sep+1,
+// so nsPrefix(ns) with its last sep raised to sep+1 sorts after every key
+// of ns and before the keys of any namespace that ns is a prefix of.
+func (s *Store) namespaces(ctx context.Context, tenant, threadID string, max int) ([]string, bool, error) {
+	pk := partitionKey(tenant, threadID)
+	lo := threadCheckpointsPrefix()
+	hi := kindCheckpoint + string(rune(sep+1)) // above every key of a checkpoint or write
+	var out []string
+	for len(out) <= max {
+		in := &dynamodb.QueryInput{
+			KeyConditionExpression:    ptr("PK = :pk AND SK BETWEEN :lo AND :hi"),
+			ExpressionAttributeValues: item{":pk": attrS(pk), ":lo": attrS(lo), ":hi": attrS(hi)},
+			Limit:                     ptr(int32(1)),
+		}
+		project(&in.ProjectionExpression, &in.ExpressionAttributeNames, []string{attrNS})
+		var (
+			ns    string
+			found bool
+		)
+		err := s.query(ctx, in, func(items []item) bool {
+			if len(items) == 0 {
+				return true
+			}
+			ns, found = getS(items[0], attrNS), true
+			return false
+		})
+		if err != nil {
+			return nil, false, err
+		}
+		if !found {
+			return out, true, nil
+		}
+		out = append(out, ns)
+		prefix := nsPrefix(ns)
+		lo = prefix[:len(prefix)-1] + string(rune(sep+1))
+	}
+	return nil, false, nil
 }
 
 // upperBound returns the largest sort key a checkpoint passing f's before
