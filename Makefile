@@ -108,6 +108,7 @@ $(BENCH_VENV)/.installed: bench/requirements.txt python/pyproject.toml
 bench-tools: build $(BENCH_VENV)/.installed
 	$(GO) build -o $(BENCH_BIN)/loadgen ./bench/loadgen
 	$(GO) build -o $(BENCH_BIN)/awsproxy ./bench/awsproxy
+	$(GO) build -o $(BENCH_BIN)/profserve ./bench/profserve
 
 .PHONY: bench
 bench: bench-tools

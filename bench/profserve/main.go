@@ -1,8 +1,8 @@
 // Command profserve is the saver service wired as cmd/saver wires it, plus
-// net/http/pprof on a second loopback port and the embedded store's batching
-// knob: the benchmark's tool for finding where the service spends its time.
+// net/http/pprof on a second loopback port: the benchmark's tool for finding
+// where the service spends its time.
 //
-//	profserve -store bolt -db F -addr-file A -pprof-addr-file P [-batch-delay 1ms]
+//	profserve -store bolt -db F -addr-file A -pprof-addr-file P
 //	profserve -store dynamodb -table T -bucket B -addr-file A -pprof-addr-file P
 //
 // Endpoints for dynamodb come from the standard AWS environment, as for
