@@ -28,6 +28,12 @@ const (
 	attrBundle = "bundle" // number of writes in a bundle item
 )
 
+// bundleValue is a bundle item's value as read, with its sort key.
+type bundleValue struct {
+	sk    string
+	value *saver.Typed
+}
+
 // bundled is one write of a bundle.
 type bundled struct {
 	_msgpack struct{} `msgpack:",as_array"`

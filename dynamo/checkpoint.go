@@ -1,6 +1,7 @@
 package dynamo
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -111,7 +112,7 @@ func (s *Store) getTuple(ctx context.Context, ref saver.CheckpointRef) (*partial
 type partial struct {
 	tup     *saver.Tuple
 	writes  []*saver.Write
-	bundles []*saver.Typed      // bundle values (see bundle.go), unpacked by complete
+	bundles []bundleValue       // (see bundle.go), unpacked by complete
 	chains  map[string][]string // the checkpoint's chains hint (see patched.go)
 	loads   loads
 }
@@ -166,7 +167,7 @@ func newPartial(tenant string, cp item, writes []item) (*partial, error) {
 			if err := p.loads.payload(it[attrValue], v); err != nil {
 				return nil, fmt.Errorf("bundle of task %s: %w", getS(it, attrTaskID), err)
 			}
-			p.bundles = append(p.bundles, v)
+			p.bundles = append(p.bundles, bundleValue{sk: getS(it, attrSK), value: v})
 			continue
 		}
 		w, err := decodeWrite(it, &p.loads)
@@ -211,9 +212,14 @@ func (s *Store) complete(ctx context.Context, tenant string, ps []*partial, reme
 				continue
 			}
 			tup.Values = append(tup.Values, saver.Blob{Channel: ch, Version: v, Value: saver.Typed{Type: sb.blob.Value.Type, Data: val.data}})
-			if remember && s.recent != nil {
+			if remember && s.recent != nil && len(val.data) >= minPatchedValue {
+				hash := val.hash
+				if hash == "" {
+					hash = contentHash(val.data)
+				}
+				// A copy: the tuple's value goes to the caller.
 				s.recent.put(&recentValue{key: recentKey{pk, tup.NS, ch}, version: v, typ: sb.blob.Value.Type,
-					data: val.data, chain: val.chain, patched: val.patched, exp: sb.exp})
+					data: bytes.Clone(val.data), chain: val.chain, patched: val.patched, exp: sb.exp, hash: hash})
 			}
 		}
 		slices.SortFunc(tup.Values, func(a, b saver.Blob) int { return strings.Compare(a.Channel, b.Channel) })
@@ -230,12 +236,14 @@ func (s *Store) complete(ctx context.Context, tenant string, ps []*partial, reme
 }
 
 // unbundle adds the writes of p's bundles to its tuple. A write also stored
-// on its own, or in an earlier bundle, is kept once: the same task and idx
-// stored twice means a replayed task, which stores the same writes.
+// on its own, or in a bundle of a smaller key, is kept once, in that copy:
+// the same task and idx stored twice means a replayed task, which stores the
+// same writes, and the rule makes every read pick the same copy.
 func (p *partial) unbundle() error {
 	if len(p.bundles) == 0 {
 		return nil
 	}
+	slices.SortFunc(p.bundles, func(a, b bundleValue) int { return strings.Compare(a.sk, b.sk) })
 	type writeID struct {
 		task string
 		idx  int64
@@ -245,7 +253,7 @@ func (p *partial) unbundle() error {
 		seen[writeID{w.TaskID, w.Idx}] = true
 	}
 	for _, b := range p.bundles {
-		ws, err := unbundle(*b)
+		ws, err := unbundle(*b.value)
 		if err != nil {
 			return err
 		}

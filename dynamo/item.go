@@ -362,10 +362,15 @@ func decodeWrite(it item, l *loads) (*saver.Write, error) {
 	return w, nil
 }
 
-// decodeBlob decodes a blob item; the value may be deferred in l.
+// decodeBlob decodes a blob item, or a patch's (see patched.go); the value
+// may be deferred in l.
 func decodeBlob(it item, l *loads) (*saver.Blob, error) {
 	b := &saver.Blob{Channel: getS(it, attrChannel), Version: getS(it, attrVersion)}
-	if err := l.payload(it[attrValue], &b.Value); err != nil {
+	av := it[attrValue]
+	if p, ok := it[attrPatch]; ok {
+		av = p
+	}
+	if err := l.payload(av, &b.Value); err != nil {
 		return nil, fmt.Errorf("blob %s@%s: %w", b.Channel, b.Version, err)
 	}
 	return b, nil

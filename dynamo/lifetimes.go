@@ -65,6 +65,7 @@ const (
 	entryExpiresAt = "e"
 	entryRef       = "r"
 	entryPatched   = "p" // the blob is a patch (patched.go): never extended as it is
+	entryHash      = "h" // contentHash of the blob's whole value, when the put knew it
 )
 
 // lifetimesKey is the primary key of a namespace's lifetimes item.
@@ -79,7 +80,8 @@ func entry(lifetimes item, channel string) (e blobRef, ok bool) {
 		return blobRef{}, false
 	}
 	_, patched := m.Value[entryPatched]
-	return blobRef{channel: channel, version: getS(m.Value, entryVersion), from: getN(m.Value, entryExpiresAt), ref: getS(m.Value, entryRef), patched: patched}, true
+	return blobRef{channel: channel, version: getS(m.Value, entryVersion), from: getN(m.Value, entryExpiresAt), ref: getS(m.Value, entryRef),
+		patched: patched, hash: getS(m.Value, entryHash)}, true
 }
 
 // entryValue is the lifetimes entry of a blob expiring at exp.
@@ -90,6 +92,9 @@ func entryValue(r blobRef, exp int64) types.AttributeValue {
 	}
 	if r.patched {
 		m[entryPatched] = &types.AttributeValueMemberBOOL{Value: true}
+	}
+	if r.hash != "" {
+		m[entryHash] = attrS(r.hash)
 	}
 	return &types.AttributeValueMemberM{Value: m}
 }
@@ -116,8 +121,9 @@ type blobRef struct {
 	channel, version string
 	ref              string // its value's offloaded reference, if any
 	act              refAct
-	from, to         int64 // the expiry it has, and refExtend's new one (0: never)
-	patched          bool  // a patch (patched.go)
+	from, to         int64  // the expiry it has, and refExtend's new one (0: never)
+	patched          bool   // a patch (patched.go)
+	hash             string // contentHash of its whole value, if known (a blob brought)
 	// whole is the item of a patch's whole value, which refExtend writes
 	// in its place: a patch is never extended, as its chain would not be.
 	whole item
@@ -186,7 +192,8 @@ func (s *Store) planPut(ctx context.Context, in *saver.PutCheckpoint) (*putPlan,
 		}
 		p.patched = append(p.patched, patched)
 		p.blobs = append(p.blobs, writeOp{item: it, cond: absentOrExpired(p.now)})
-		p.brought = append(p.brought, blobRef{key: keyOf(it), channel: b.Channel, version: b.Version, ref: valueRef(it), patched: patched != nil})
+		p.brought = append(p.brought, blobRef{key: keyOf(it), channel: b.Channel, version: b.Version, ref: valueRef(it),
+			patched: patched != nil, hash: s.hashFor(b)})
 		brought[[2]string{b.Channel, b.Version}] = true
 	}
 	p.dropped = make([]bool, len(p.blobs))
@@ -458,7 +465,7 @@ func (p *putPlan) readUnknown(ctx context.Context) error {
 // it, record the expiry it has, or nothing if it is gone or has expired.
 func (p *putPlan) reviseRef(ctx context.Context, r *blobRef, old item) error {
 	exp, expires := expiryOf(old)
-	r.ref, r.whole, r.patched = valueRef(old), nil, chainOf(old) != nil
+	r.ref, r.whole, r.patched, r.hash = valueRef(old), nil, chainOf(old) != nil, ""
 	switch {
 	case old == nil || (expires && p.s.expired(exp)):
 		r.act = refSkip

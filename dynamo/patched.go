@@ -1,7 +1,10 @@
 package dynamo
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -14,8 +17,11 @@ import (
 // may store the new value as a patch on it:
 //
 //	blob        chain = the versions the patch applies on, in order: the
-//	            whole value first, the patch's base last; value holds the
-//	            patch, with the whole value's type
+//	            whole value first, the patch's base last; patch holds the
+//	            patch, with the whole value's type, in place of value (so
+//	            that code that does not know patches fails on one rather
+//	            than return it as a value); hash = contentHash of the whole
+//	            value, checked after the patch is applied
 //	checkpoint  chains = {channel: chain} for each channel whose value is a
 //	            patch, so that a read fetches every blob it needs with the
 //	            values in one BatchGetItem; a read that meets a chain the
@@ -32,13 +38,19 @@ import (
 // and their writes.
 //
 // A put writes a patch on the condition, on the namespace's lifetimes item,
-// that the channel's entry still names the patch's base and never expires:
-// the entry is set in the transaction that writes its blob, so the base is
-// stored and stays. When the condition fails (another process put the
-// channel since, or the item is gone), the put writes the whole value.
+// that the channel's entry still names the patch's base, with the expiry
+// and the content hash the store remembers: the entry is set in the
+// transaction that writes its blob, so the base is stored, lives long
+// enough, and holds the bytes the patch was made from (a version string
+// used again after a delete holds other bytes). Deleting a thread or
+// pruning removes lifetimes items before blobs. When the condition fails
+// (another process put the channel since, or the item is gone), the put
+// writes the whole value.
 const (
 	attrChain  = "chain"
 	attrChains = "chains"
+	attrPatch  = "patch"
+	attrHash   = "hash"
 
 	// Values smaller than this are stored whole: a patch saves little.
 	minPatchedValue = 4 << 10
@@ -53,10 +65,11 @@ const (
 
 // patchedBlob is a blob a put brings as a patch on base.
 type patchedBlob struct {
-	exp     int64 // its base's expiry, which it takes (0: never)
-	base    string
-	chain   []string // base's chain and base
-	patched int      // bytes of the patches along chain, this one's included
+	exp      int64 // its base's expiry, which it takes (0: never)
+	base     string
+	baseHash string
+	chain    []string // base's chain and base
+	patched  int      // bytes of the patches along chain, this one's included
 }
 
 // patchItem returns the item of b as a patch on the channel's remembered
@@ -68,7 +81,7 @@ func (s *Store) patchItem(ref saver.CheckpointRef, pk string, b saver.Blob, cpEx
 		return nil, nil
 	}
 	r, ok := s.recent.get(recentKey{pk, ref.NS, b.Channel})
-	if !ok || r.version == b.Version || r.typ != b.Value.Type || len(r.chain) >= maxChain || !lasts(r.exp, cpExp) {
+	if !ok || r.version == b.Version || r.typ != b.Value.Type || len(r.chain) >= maxChain || !lasts(r.exp, cpExp) || r.hash == "" {
 		return nil, nil
 	}
 	limit := min(len(b.Value.Data)/4, maxPatch, len(b.Value.Data)-r.patched)
@@ -81,8 +94,11 @@ func (s *Store) patchItem(ref saver.CheckpointRef, pk string, b saver.Blob, cpEx
 	}
 	chain := append(r.chain[:len(r.chain):len(r.chain)], r.version)
 	it := inlineBlobItem(ref, saver.Blob{Channel: b.Channel, Version: b.Version, Value: saver.Typed{Type: b.Value.Type, Data: p}}, r.exp)
+	it[attrPatch] = it[attrValue]
+	delete(it, attrValue)
 	it[attrChain] = stringList(chain)
-	return it, &patchedBlob{exp: r.exp, base: r.version, chain: chain, patched: r.patched + len(p)}
+	it[attrHash] = attrS(contentHash(b.Value.Data))
+	return it, &patchedBlob{exp: r.exp, base: r.version, baseHash: r.hash, chain: chain, patched: r.patched + len(p)}
 }
 
 // chainsHint returns the chains of the checkpoint's patched values that the
@@ -122,7 +138,13 @@ func (s *Store) remember(pk string, in *saver.PutCheckpoint, p *putPlan) {
 			s.recent.drop(k) // stored by another put, with its own expiry
 			continue
 		}
-		v := &recentValue{key: k, version: b.Version, typ: b.Value.Type, data: b.Value.Data, exp: p.blobExp}
+		// A copy: the caller may reuse its buffer, and a remembered value
+		// that changed would make wrong patches.
+		v := &recentValue{key: k, version: b.Version, typ: b.Value.Type, data: bytes.Clone(b.Value.Data), exp: p.blobExp, hash: p.brought[i].hash}
+		if v.hash == "" {
+			s.recent.drop(k) // too small to patch on
+			continue
+		}
 		if d := p.patched[i]; d != nil {
 			v.chain, v.patched, v.exp = d.chain, d.patched, d.exp
 		}
@@ -144,6 +166,13 @@ func (p *putPlan) unpatch(ctx context.Context, ref saver.CheckpointRef, blobs []
 		p.blobs[i] = writeOp{item: it, cond: absentOrExpired(p.now)}
 		p.brought[i].ref, p.brought[i].patched = valueRef(it), false
 		p.patched[i] = nil
+		// The checkpoint no longer needs that chain read.
+		if hint, ok := p.cp.item[attrChains].(*types.AttributeValueMemberM); ok {
+			delete(hint.Value, blobs[i].Channel)
+			if len(hint.Value) == 0 {
+				delete(p.cp.item, attrChains)
+			}
+		}
 	}
 	return nil
 }
@@ -158,7 +187,8 @@ func (p *putPlan) patchConds(c *expr) []string {
 		}
 		ch := p.brought[i].channel
 		conds = append(conds, "("+c.path(entryPrefix+ch, entryVersion)+" = "+c.value(attrS(d.base))+
-			" AND "+c.path(entryPrefix+ch, entryExpiresAt)+" = "+c.value(attrN(d.exp))+")")
+			" AND "+c.path(entryPrefix+ch, entryExpiresAt)+" = "+c.value(attrN(d.exp))+
+			" AND "+c.path(entryPrefix+ch, entryHash)+" = "+c.value(attrS(d.baseHash))+")")
 	}
 	return conds
 }
@@ -181,6 +211,21 @@ func (s *Store) wholeItem(ctx context.Context, ref saver.CheckpointRef, channel,
 		return nil, fmt.Errorf("blob %s@%s: gone while being extended", channel, version)
 	}
 	return s.blobItem(ctx, ref, saver.Blob{Channel: channel, Version: version, Value: saver.Typed{Type: sb.blob.Value.Type, Data: val.data}}, exp)
+}
+
+// contentHash identifies a value's bytes: 12 bytes of SHA-256, base64.
+func contentHash(data []byte) string {
+	sum := sha256.Sum256(data)
+	return base64.RawURLEncoding.EncodeToString(sum[:12])
+}
+
+// hashFor returns the content hash of a blob that a patch may later take for
+// its base, "" for one that cannot be (patches off, or a small value).
+func (s *Store) hashFor(b saver.Blob) string {
+	if s.recent == nil || len(b.Value.Data) < minPatchedValue {
+		return ""
+	}
+	return contentHash(b.Value.Data)
 }
 
 // chainOf returns a blob item's chain; nil for a whole value.

@@ -85,7 +85,14 @@ func storedBlobsExp(t *testing.T, st *localstack.Stack, ref saver.CheckpointRef)
 		if n, ok := it[dynamo.AttrExpiresAt].(*types.AttributeValueMemberN); ok {
 			exp[v], _ = strconv.ParseInt(n.Value, 10, 64)
 		}
-		size[v] = len(it["value"].(*types.AttributeValueMemberM).Value["data"].(*types.AttributeValueMemberB).Value)
+		payload := "value"
+		if patched[v] {
+			payload = "patch" // a patch is never in value, which older readers would take whole
+			if _, ok := it["value"]; ok {
+				t.Fatalf("patch %s has a value attribute", v)
+			}
+		}
+		size[v] = len(it[payload].(*types.AttributeValueMemberM).Value["data"].(*types.AttributeValueMemberB).Value)
 	}
 	return patched, size, exp
 }
@@ -204,6 +211,64 @@ func TestPatchedValues(t *testing.T) {
 		}
 		if patched, _ := storedBlobs(t, st, ref); strings.Contains(fmt.Sprint(patched), "true") {
 			t.Fatalf("values stored as patches: %v", patched)
+		}
+	})
+	// A version string used again after a delete holds other bytes: a
+	// store that remembers the old bytes must not patch on them.
+	t.Run("VersionReusedAfterDelete", func(t *testing.T) {
+		ref := storetest.NewRef()
+		for n := 1; n <= 3; n++ {
+			chatPut(t, a, ref, n, 0)
+		}
+		other := dynamo.NewStore(st.DB, a.Table())
+		storetest.MustGetTuple(t, other, ref) // remembers turn 3's bytes
+		if err := a.DeleteThread(t.Context(), ref.Tenant, ref.ThreadID); err != nil {
+			t.Fatal(err)
+		}
+		// The same versions again, with bytes of their own.
+		for n := 1; n <= 3; n++ {
+			in := storetest.NewCheckpoint(ref, fmt.Sprintf("%04d", n))
+			storetest.SetChannel(&in, "messages", fmt.Sprintf("%04d", n), "")
+			in.Blobs[0].Value = chat(n + 4)
+			in.Blobs[0].Value.Data[100] ^= 0xff // same length, lines up, other bytes
+			storetest.MustPutCheckpoint(t, a, in)
+		}
+		next := chat(4 + 4)
+		next.Data[100] ^= 0xff
+		in := storetest.NewCheckpoint(ref, "0004")
+		in.ParentID = "0003"
+		storetest.SetChannel(&in, "messages", "0004", "")
+		in.Blobs[0].Value = next
+		storetest.MustPutCheckpoint(t, other, in)
+		if tup := storetest.MustGetTuple(t, a, storetest.At(ref, "0004")); !bytes.Equal(tup.Values[0].Value.Data, next.Data) {
+			t.Fatal("turn 4 reads other bytes than were put")
+		}
+	})
+	// Prune drops blobs that lifetimes entries named: a store that
+	// remembers one of them must not take it for a base.
+	t.Run("PruneThenPatch", func(t *testing.T) {
+		ref := storetest.NewRef()
+		run := func(n int) string { return map[bool]string{true: "run-a", false: "run-b"}[n <= 3] + ref.ThreadID }
+		for n := 1; n <= 5; n++ {
+			in := storetest.NewCheckpoint(ref, fmt.Sprintf("%04d", n))
+			if n > 1 {
+				in.ParentID = fmt.Sprintf("%04d", n-1)
+			}
+			in.Metadata["run_id"] = run(n)
+			storetest.SetChannel(&in, "messages", fmt.Sprintf("%04d", n), "")
+			in.Blobs[0].Value = chat(n + 4)
+			storetest.MustPutCheckpoint(t, a, in) // a remembers turn 5
+		}
+		if err := a.DeleteForRuns(t.Context(), ref.Tenant, []string{run(5)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Prune(t.Context(), ref.Tenant, []string{ref.ThreadID}, saver.PruneKeepLatest); err != nil {
+			t.Fatal(err)
+		}
+		// Turn 6 grows from turn 5's bytes, but turn 5's blob is gone.
+		chatPut(t, a, ref, 6, 0)
+		if tup := storetest.MustGetTuple(t, a, storetest.At(ref, "0006")); !bytes.Equal(tup.Values[0].Value.Data, chat(10).Data) {
+			t.Fatal("turn 6 reads other bytes than were put")
 		}
 	})
 	t.Run("BrokenChain", func(t *testing.T) {

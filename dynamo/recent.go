@@ -33,7 +33,8 @@ type recentValue struct {
 	// the patches along it, this one's included.
 	chain   []string
 	patched int
-	exp     int64 // the blob's expiry (0: never)
+	exp     int64  // the blob's expiry (0: never)
+	hash    string // contentHash(data)
 }
 
 func newRecent(max int) *recent {

@@ -45,11 +45,13 @@ func project(expr **string, names *map[string]string, attrs []string) {
 // keyAttrs are enough to delete an item in the right order.
 var keyAttrs = []string{attrPK, attrSK, attrKind}
 
-// deleteItems deletes items with BatchWriteItem, 25 per request, checkpoints
-// first, then writes, then blobs: a crash part-way leaves writes or blobs no
-// checkpoint shows, never a checkpoint whose values are gone.
+// deleteItems deletes items with BatchWriteItem, 25 per request, lifetimes
+// items first, then checkpoints, writes and blobs: a crash part-way leaves
+// writes or blobs no checkpoint shows, never a checkpoint whose values are
+// gone, nor a lifetimes entry vouching for a deleted blob (a put would
+// trust it, and a patch take the blob for its base).
 func (s *Store) deleteItems(ctx context.Context, items []item) error {
-	rank := map[string]int{itemCheckpoint: 0, itemWrite: 1, itemBlob: 2, itemLifetimes: 3}
+	rank := map[string]int{itemLifetimes: 0, itemCheckpoint: 1, itemWrite: 2, itemBlob: 3}
 	items = slices.Clone(items)
 	slices.SortStableFunc(items, func(a, b item) int { return rank[getS(a, attrKind)] - rank[getS(b, attrKind)] })
 	reqs := make([]types.WriteRequest, len(items))
@@ -248,7 +250,10 @@ func (s *Store) keepLatest(ctx context.Context, tenant, threadID string) error {
 		if getS(it, attrKind) == itemWrite && latest[getS(it, attrNS)] == getS(it, attrID) {
 			keep[sk] = true // ids are never empty, so the namespace has a checkpoint
 		}
-		if keep[sk] || getS(it, attrKind) == itemLifetimes {
+		// Lifetimes items go: their entries may name blobs dropped here.
+		// They only save reads, and the next put of each namespace reads
+		// what it references and records it again.
+		if keep[sk] {
 			for _, r := range refs(it) {
 				kept[r] = true
 			}

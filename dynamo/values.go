@@ -3,6 +3,7 @@ package dynamo
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -18,7 +19,8 @@ type storedBlob struct {
 	blob  *saver.Blob
 	ns    string
 	chain []string
-	exp   int64 // 0: never
+	hash  string // of the whole value, for a patch
+	exp   int64  // 0: never
 }
 
 // resolved is a blob's whole value, with what recent needs to patch on it.
@@ -26,6 +28,7 @@ type resolved struct {
 	data    []byte
 	chain   []string
 	patched int
+	hash    string // contentHash(data), for a patch; "" until asked for
 }
 
 // blobReader reads the blobs of checkpoints and resolves patched values:
@@ -33,6 +36,7 @@ type resolved struct {
 // blobs not read yet (a checkpoint that did not list it), one round more.
 type blobReader struct {
 	s       *Store
+	now     time.Time // one clock for every round: a patch and its base expire together
 	keys    []item
 	seen    map[blobID]bool
 	stored  map[blobID]*storedBlob
@@ -41,7 +45,7 @@ type blobReader struct {
 }
 
 func newBlobReader(s *Store) *blobReader {
-	return &blobReader{s: s, seen: map[blobID]bool{}, stored: map[blobID]*storedBlob{}, values: map[blobID]*resolved{}}
+	return &blobReader{s: s, now: s.Now(), seen: map[blobID]bool{}, stored: map[blobID]*storedBlob{}, values: map[blobID]*resolved{}}
 }
 
 // want adds the blob of channel at version in ns to the next read.
@@ -69,14 +73,14 @@ func (r *blobReader) read(ctx context.Context) error {
 		r.pending = loads{}
 		for _, it := range found {
 			exp := getN(it, attrExpiresAt)
-			if r.s.expired(exp) {
+			if saver.Expired(exp, r.now) {
 				continue
 			}
 			b, err := decodeBlob(it, &l)
 			if err != nil {
 				return err
 			}
-			sb := &storedBlob{blob: b, ns: getS(it, attrNS), chain: chainOf(it), exp: exp}
+			sb := &storedBlob{blob: b, ns: getS(it, attrNS), chain: chainOf(it), hash: getS(it, attrHash), exp: exp}
 			pk := getS(it, attrPK)
 			r.stored[blobID{pk, getS(it, attrSK)}] = sb
 			for _, v := range sb.chain {
@@ -115,7 +119,10 @@ func (r *blobReader) value(pk, ns, channel, version string) (*resolved, *storedB
 		if err != nil {
 			return nil, nil, fmt.Errorf("blob %s@%s: %w", channel, version, err)
 		}
-		v = &resolved{data: data, chain: sb.chain, patched: base.patched + len(sb.blob.Value.Data)}
+		if h := contentHash(data); h != sb.hash {
+			return nil, nil, fmt.Errorf("blob %s@%s: %w: applied on %s it does not rebuild the value it was made from", channel, version, errPatch, sb.chain[n-1])
+		}
+		v = &resolved{data: data, chain: sb.chain, patched: base.patched + len(sb.blob.Value.Data), hash: sb.hash}
 	}
 	r.values[id] = v
 	return v, sb, nil

@@ -25,17 +25,14 @@ func (s *Store) PutWrites(ctx context.Context, in saver.PutWrites) error {
 	var bundle []writeOp
 	// Sizes are measured inline: offloading only shrinks items, so writes
 	// that fit one transaction now still fit once offloaded.
-	if len(chunkOps(ops, maxTransactItems, maxTransactBytes)) > 1 {
+	bundled := len(chunkOps(ops, maxTransactItems, maxTransactBytes)) > 1
+	if bundled {
 		op, specials, err := s.bundle(ctx, in)
 		if err != nil {
 			return fmt.Errorf("dynamo: put writes on %s: %w", in.ID, err)
 		}
 		writes, bundle = specials, []writeOp{op}
 		ops = writeOps(in.CheckpointRef, writes, in.ExpiresAt)
-		if len(chunkOps(append(ops, op), maxTransactItems, maxTransactBytes)) > 1 {
-			return saver.Errorf(saver.ETOOLARGE, "A put_writes of more than %d writes may hold at most %d to special channels (negative idx); this one has %d.",
-				maxTransactItems, maxTransactItems-1, len(specials))
-		}
 	}
 	for i, w := range writes {
 		op := &ops[i]
@@ -47,6 +44,10 @@ func (s *Store) PutWrites(ctx context.Context, in saver.PutWrites) error {
 		}
 	}
 	ops = append(ops, bundle...)
+	if bundled && len(chunkOps(ops, maxTransactItems, maxTransactBytes)) > 1 {
+		return saver.Errorf(saver.ETOOLARGE, "A put_writes of more than %d writes keeps its writes to special channels (negative idx) beside them in one transaction: at most %d of them, and %d MB; this one has %d.",
+			maxTransactItems, maxTransactItems-1, maxTransactBytes>>20, len(writes))
+	}
 	// Each round drops at least one op, so the loop ends.
 	for len(ops) > 0 {
 		err := s.transact(ctx, ops)
