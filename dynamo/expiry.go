@@ -104,11 +104,10 @@ func (s *Store) setExpiry(ctx context.Context, ref saver.CheckpointRef, exp int6
 		}
 		return from, true
 	}
-	plan := map[string]int64{}   // sort key -> expiry the item is extended from
-	extKeys := map[string]item{} // sort key -> primary key
-	wholes := map[string]item{}  // sort key -> whole value of a patch, written in its place
-	var entries []string         // updates of the lifetimes entries of the blobs extended
-	u := newExpr("u")
+	plan := map[string]int64{}      // sort key -> expiry the item is extended from
+	extKeys := map[string]item{}    // sort key -> primary key
+	wholes := map[string]item{}     // sort key -> whole value of a patch, written in its place
+	entries := map[string]blobRef{} // sort key -> lifetimes entry of a blob extended
 	for _, it := range items {
 		from, ok := extend(it)
 		if !ok {
@@ -132,7 +131,7 @@ func (s *Store) setExpiry(ctx context.Context, ref saver.CheckpointRef, exp int6
 		}
 		if ch, v := getS(it, attrChannel), getS(it, attrVersion); lifetimes != nil && getS(it, attrKind) != itemWrite && ch != "" {
 			if e, ok := entry(lifetimes, ch); !ok || e.version == v {
-				entries = append(entries, u.name(entryPrefix+ch)+" = "+u.value(entryValue(blobRef{version: v, ref: valueRef(it)}, exp)))
+				entries[sk] = blobRef{channel: ch, version: v, ref: valueRef(it)}
 			}
 		}
 	}
@@ -147,13 +146,24 @@ func (s *Store) setExpiry(ctx context.Context, ref saver.CheckpointRef, exp int6
 	cpOp := writeOp{item: cpKey, set: expirySet(exp), cond: c}
 	// The entries of the blobs extended say so, where the lifetimes item
 	// has them at the same version (or not at all), so that the next puts
-	// need not find out.
-	var lifetimesOp *writeOp
-	if len(entries) > 0 {
+	// need not find out. Built each round: only blobs still extended get
+	// one, so that no entry vouches for a blob that turned out gone.
+	keepLifetimes := true
+	lifetimesOp := func(sks []string) *writeOp {
+		u := newExpr("u")
+		var sets []string
+		for _, sk := range sks {
+			if e, ok := entries[sk]; ok {
+				sets = append(sets, u.name(entryPrefix+e.channel)+" = "+u.value(entryValue(e, exp)))
+			}
+		}
+		if !keepLifetimes || len(sets) == 0 {
+			return nil
+		}
 		lc := newExpr("l")
 		lc.text = "attribute_exists(" + lc.name(attrPK) + ")"
-		u.text = "SET " + strings.Join(entries, ", ")
-		lifetimesOp = &writeOp{item: lkey, set: u, cond: lc}
+		u.text = "SET " + strings.Join(sets, ", ")
+		return &writeOp{item: lkey, set: u, cond: lc}
 	}
 
 	for round := 1; ; round++ {
@@ -163,8 +173,8 @@ func (s *Store) setExpiry(ctx context.Context, ref saver.CheckpointRef, exp int6
 		}
 		slices.Sort(sks)
 		var ops []writeOp
-		if lifetimesOp != nil {
-			ops = append(ops, *lifetimesOp)
+		if op := lifetimesOp(sks); op != nil {
+			ops = append(ops, *op)
 		}
 		first := len(ops) // index of the first extension
 		for _, sk := range sks {
@@ -188,7 +198,7 @@ func (s *Store) setExpiry(ctx context.Context, ref saver.CheckpointRef, exp int6
 			case i == len(ops)-1:
 				return notFound
 			case i < first:
-				lifetimesOp = nil // gone: nothing to keep in step
+				keepLifetimes = false // gone: nothing to keep in step
 			default:
 				sk := sks[i-first]
 				if from, ok := extend(old); ok {
