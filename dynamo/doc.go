@@ -39,10 +39,12 @@
 //	write       task_id, task_path, idx, channel, value (payload); a
 //	            bundle holds bundle (its number of writes) and the writes
 //	            msgpacked in value, in place of idx and channel
-//	blob        channel, version, value (payload); chain when the value is
-//	            a patch on earlier versions (see patched.go)
+//	blob        channel, version, value (payload); a patch on earlier
+//	            versions has chain, hash and patch (the payload) in place of
+//	            value (see patched.go)
 //	lifetimes   ch:<channel> = {v: version, e: expiry, r: offloaded
-//	            reference} per channel of the namespace (see lifetimes.go);
+//	            reference, p: a patch, h: content hash} per channel of the
+//	            namespace (see lifetimes.go, patched.go);
 //	            head = {i: checkpoint id, n: nonce}, the token of
 //	            conditional puts (see head.go)
 //
