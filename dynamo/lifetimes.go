@@ -21,7 +21,8 @@ import (
 // namespace of a thread keeps one small item, its lifetimes:
 //
 //	SK  x!<ns>!     ch:<channel> = {v: version, e: expiry (0: never),
-//	                                r: offloaded value's reference, if any}
+//	                                r: offloaded value's reference, if any,
+//	                                p, h: a patch, the content hash (patched.go)}
 //
 // with an entry per channel for the version last brought or extended, whose
 // blob lives at least until e. An entry may say less than its blob has,
