@@ -185,9 +185,10 @@
 //
 // # Errors and retries
 //
-// The client from NewClient retries throttling, transient errors and
-// transactions cancelled by contention up to MaxAttempts times with
-// exponential backoff and full jitter. Unprocessed batch items and keys are
+// The client from NewClient retries throttling, transient errors,
+// transactions cancelled by contention and writes refused by a running
+// transaction up to MaxAttempts times with exponential backoff and full
+// jitter (see NewRetryer). Unprocessed batch items and keys are
 // re-sent the same way. When retries run out the store returns
 // EUNAVAILABLE (the API answers 503 with Retry-After); a failed condition is
 // ECONFLICT, an item over DynamoDB's size limit ETOOLARGE, anything else

@@ -156,7 +156,7 @@ func TestSweeperRemovesExpired(t *testing.T) {
 	live := storetest.Expiring(storetest.NewCheckpoint(ref, "0002"), 0)
 	storetest.SetChannel(&live, "b", "2", "lives")
 	storetest.MustPutCheckpoint(t, s, live)
-	if got := len(objects(t, st)); got != 5 { // two bodies, two values, a write
+	if got := len(st.Objects(t)); got != 5 { // two bodies, two values, a write
 		t.Fatalf("%d objects, want 5", got)
 	}
 
@@ -168,8 +168,8 @@ func TestSweeperRemovesExpired(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.Deleted != step.deleted || len(objects(t, st)) != step.left {
-			t.Fatalf("sweep %+v left %d objects; want %d deleted, %d left", res, len(objects(t, st)), step.deleted, step.left)
+		if res.Deleted != step.deleted || len(st.Objects(t)) != step.left {
+			t.Fatalf("sweep %+v left %d objects; want %d deleted, %d left", res, len(st.Objects(t)), step.deleted, step.left)
 		}
 		storetest.MustEqualTuple(t, storetest.MustGetTuple(t, s, ref), storetest.WantTuple(live))
 	}
@@ -203,23 +203,6 @@ func mustObjectExpiry(t *testing.T, st *localstack.Stack, ref saver.CheckpointRe
 	if w := fmt.Sprint(want); (want == 0 && got != "") || (want != 0 && got != w) {
 		t.Fatalf("object of blob %s@%s tagged expires-at=%q, want %d", channel, version, got, want)
 	}
-}
-
-// objects returns the keys in the stack's bucket.
-func objects(t *testing.T, st *localstack.Stack) []string {
-	t.Helper()
-	var keys []string
-	p := s3.NewListObjectsV2Paginator(st.S3, &s3.ListObjectsV2Input{Bucket: ptr(st.Offload.Bucket())})
-	for p.HasMorePages() {
-		page, err := p.NextPage(t.Context())
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, o := range page.Contents {
-			keys = append(keys, *o.Key)
-		}
-	}
-	return keys
 }
 
 // capacityRecorder passes calls through, asking for and adding up the

@@ -3,11 +3,9 @@
 package dynamo_test
 
 import (
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/saver-dev/saver"
 	"github.com/saver-dev/saver/localstack"
 	"github.com/saver-dev/saver/storetest"
 )
@@ -23,40 +21,8 @@ func TestClaimRace(t *testing.T) {
 	in := storetest.NewClaim()
 	for attempt := 1; attempt <= 2; attempt++ {
 		st.DBRequests.Reset()
-		claims := make([]*saver.Claim, n)
-		start := make(chan struct{})
-		var wg sync.WaitGroup
-		for i := range n {
-			wg.Go(func() {
-				<-start
-				c, err := l.Claim(t.Context(), in)
-				if err != nil {
-					t.Errorf("Claim %d: %v", i, err)
-				}
-				claims[i] = c
-			})
-		}
-		close(start)
-		wg.Wait()
-		if t.Failed() {
-			t.FailNow()
-		}
-		var winner *saver.Claim
-		for _, c := range claims {
-			if c.State == saver.ClaimClaimed {
-				if winner != nil {
-					t.Fatalf("attempt %d: two claims granted, tokens %q and %q", attempt, winner.Token, c.Token)
-				}
-				winner = c
-			}
-		}
-		if winner == nil || winner.Attempt != attempt {
+		if winner := storetest.RaceClaims(t, l, in, n); winner.Attempt != attempt {
 			t.Fatalf("attempt %d: winner %+v", attempt, winner)
-		}
-		for _, c := range claims {
-			if c != winner && (c.State != saver.ClaimInProgress || !c.LeaseExpiresAt.Equal(winner.LeaseExpiresAt) || c.Attempt != attempt) {
-				t.Fatalf("attempt %d: a losing claim is %+v, want in progress under %+v", attempt, c, winner)
-			}
 		}
 		if got := st.DBRequests.Snapshot(); got["UpdateItem"] != n || st.DBRequests.Total() != n {
 			t.Fatalf("attempt %d: %d claims sent %v, want %d UpdateItem", attempt, n, got, n)

@@ -185,7 +185,8 @@ func (s *Store) planPut(ctx context.Context, in *saver.PutCheckpoint) (*putPlan,
 			patched *patchedBlob
 			err     error
 		)
-		it, patched = s.patchItem(in.CheckpointRef, pk, b, p.exp)
+		hash := s.hashFor(b)
+		it, patched = s.patchItem(in.CheckpointRef, pk, b, hash, p.exp)
 		if patched == nil {
 			if it, err = s.blobItem(ctx, in.CheckpointRef, b, p.blobExp); err != nil {
 				return nil, fmt.Errorf("blob %s: %w", b.Channel, err)
@@ -194,7 +195,7 @@ func (s *Store) planPut(ctx context.Context, in *saver.PutCheckpoint) (*putPlan,
 		p.patched = append(p.patched, patched)
 		p.blobs = append(p.blobs, writeOp{item: it, cond: absentOrExpired(p.now)})
 		p.brought = append(p.brought, blobRef{key: keyOf(it), channel: b.Channel, version: b.Version, ref: valueRef(it),
-			patched: patched != nil, hash: s.hashFor(b)})
+			patched: patched != nil, hash: hash})
 		brought[[2]string{b.Channel, b.Version}] = true
 	}
 	p.dropped = make([]bool, len(p.blobs))

@@ -72,12 +72,13 @@ type patchedBlob struct {
 	patched  int      // bytes of the patches along chain, this one's included
 }
 
-// patchItem returns the item of b as a patch on the channel's remembered
-// value, or nil when it is not worth one: no remembered value of another
-// version and the same type, a small value, a long chain, or a patch over
-// a quarter of the value (or making a read fetch more than twice it).
-func (s *Store) patchItem(ref saver.CheckpointRef, pk string, b saver.Blob, cpExp int64) (item, *patchedBlob) {
-	if s.recent == nil || len(b.Value.Data) < minPatchedValue {
+// patchItem returns the item of b, whose contentHash is hash (hashFor), as a
+// patch on the channel's remembered value, or nil when it is not worth one:
+// no remembered value of another version and the same type, a small value
+// (no hash), a long chain, or a patch over a quarter of the value (or making
+// a read fetch more than twice it).
+func (s *Store) patchItem(ref saver.CheckpointRef, pk string, b saver.Blob, hash string, cpExp int64) (item, *patchedBlob) {
+	if s.recent == nil || hash == "" {
 		return nil, nil
 	}
 	r, ok := s.recent.get(recentKey{pk, ref.NS, b.Channel})
@@ -97,7 +98,7 @@ func (s *Store) patchItem(ref saver.CheckpointRef, pk string, b saver.Blob, cpEx
 	it[attrPatch] = it[attrValue]
 	delete(it, attrValue)
 	it[attrChain] = stringList(chain)
-	it[attrHash] = attrS(contentHash(b.Value.Data))
+	it[attrHash] = attrS(hash)
 	return it, &patchedBlob{exp: r.exp, base: r.version, baseHash: r.hash, chain: chain, patched: r.patched + len(p)}
 }
 

@@ -15,6 +15,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -135,6 +136,25 @@ type Stack struct {
 	// DBRequests and S3Requests count the requests of DB and S3.
 	DBRequests *dynamo.Counter
 	S3Requests *dynamo.Counter
+}
+
+// Objects returns the keys in the stack's bucket, sorted.
+func (st *Stack) Objects(tb testing.TB) []string {
+	tb.Helper()
+	var keys []string
+	bucket := st.Offload.Bucket()
+	p := s3.NewListObjectsV2Paginator(st.S3, &s3.ListObjectsV2Input{Bucket: &bucket})
+	for p.HasMorePages() {
+		page, err := p.NextPage(tb.Context())
+		if err != nil {
+			tb.Fatalf("list bucket %s: %v", bucket, err)
+		}
+		for _, o := range page.Contents {
+			keys = append(keys, *o.Key)
+		}
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 // MustStore returns a new Stack, skipping the test when no AWS stack is

@@ -6,13 +6,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
-	"slices"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/saver-dev/saver"
 	"github.com/saver-dev/saver/dynamo"
@@ -37,24 +34,6 @@ func (crashingDB) UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func
 
 func (crashingDB) TransactWriteItems(context.Context, *dynamodb.TransactWriteItemsInput, ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
 	return nil, errCrash
-}
-
-// objects returns the keys in the stack's bucket.
-func objects(t *testing.T, st *localstack.Stack) []string {
-	t.Helper()
-	var keys []string
-	p := s3.NewListObjectsV2Paginator(st.S3, &s3.ListObjectsV2Input{Bucket: ptr(st.Offload.Bucket())})
-	for p.HasMorePages() {
-		page, err := p.NextPage(t.Context())
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, o := range page.Contents {
-			keys = append(keys, *o.Key)
-		}
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -94,7 +73,7 @@ func TestCrashBetweenObjectAndItem(t *testing.T) {
 	if err := crashing.PutWrites(t.Context(), saver.PutWrites{CheckpointRef: in.CheckpointRef, Writes: []saver.Write{w}}); !errors.Is(err, errCrash) {
 		t.Fatalf("PutWrites = %v, want the injected crash", err)
 	}
-	orphans := objects(t, st)
+	orphans := st.Objects(t)
 	if len(orphans) != 3 { // body, blob, write
 		t.Fatalf("objects after the crash: %v, want 3 orphans", orphans)
 	}
@@ -108,14 +87,14 @@ func TestCrashBetweenObjectAndItem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := objects(t, st); len(got) != 0 || res.Deleted != 3 {
+	if got := st.Objects(t); len(got) != 0 || res.Deleted != 3 {
 		t.Fatalf("after the sweep: %v left, result %+v; want the 3 orphans gone", got, res)
 	}
 
 	st.Offload.Now = time.Now
 	storetest.MustPutCheckpoint(t, st.Store, in)
 	storetest.MustPutWrites(t, st.Store, in.CheckpointRef, w)
-	mustEqualLarge(t, storetest.MustGetTuple(t, st.Store, ref), storetest.WantTuple(in, w))
+	storetest.MustEqualTuple(t, storetest.MustGetTuple(t, st.Store, ref), storetest.WantTuple(in, w))
 }
 
 // TestSweeperKeepsLiveObjects sweeps a bucket holding live objects of
@@ -141,7 +120,7 @@ func TestSweeperKeepsLiveObjects(t *testing.T) {
 	if _, err := st.Offload.Offload(t.Context(), ref.Tenant, ref.ThreadID, []byte("orphan"), 1<<30, 0); err != nil {
 		t.Fatal(err)
 	}
-	before := objects(t, st)
+	before := st.Objects(t)
 	if len(before) != 8 {
 		t.Fatalf("bucket holds %d objects, want 8", len(before))
 	}
@@ -159,11 +138,11 @@ func TestSweeperKeepsLiveObjects(t *testing.T) {
 	if res.Deleted != 2 {
 		t.Fatalf("sweep deleted %d objects, want 2 (the replaced body and the orphan)", res.Deleted)
 	}
-	if got := len(objects(t, st)); got != 6 {
+	if got := len(st.Objects(t)); got != 6 {
 		t.Fatalf("%d objects left, want 6", got)
 	}
-	mustEqualLarge(t, storetest.MustGetTuple(t, s, storetest.At(ref, "1")), storetest.WantTuple(live))
-	mustEqualLarge(t, storetest.MustGetTuple(t, s, storetest.At(other, "1")), storetest.WantTuple(otherLive))
+	storetest.MustEqualTuple(t, storetest.MustGetTuple(t, s, storetest.At(ref, "1")), storetest.WantTuple(live))
+	storetest.MustEqualTuple(t, storetest.MustGetTuple(t, s, storetest.At(other, "1")), storetest.WantTuple(otherLive))
 	got := storetest.MustGetTuple(t, s, storetest.At(ref, "2"))
 	if !bytes.Equal(got.Body.Data, replaced.Body.Data) || len(got.Values) != 1 {
 		t.Fatalf("checkpoint 2 lost its body or value after the sweep")
@@ -173,38 +152,7 @@ func TestSweeperKeepsLiveObjects(t *testing.T) {
 	if err := s.DeleteThread(t.Context(), ref.Tenant, ref.ThreadID); err != nil {
 		t.Fatal(err)
 	}
-	if got := len(objects(t, st)); got != 2 {
+	if got := len(st.Objects(t)); got != 2 {
 		t.Fatalf("%d objects left after delete_thread, want the other thread's 2", got)
-	}
-}
-
-// mustEqualLarge is storetest.MustEqualTuple for tuples with large payloads:
-// cmp walks byte slices element by element, which takes seconds at 400 KB,
-// so payloads are compared with bytes.Equal and then left out.
-func mustEqualLarge(t *testing.T, got, want *saver.Tuple) {
-	t.Helper()
-	strip := func(tup *saver.Tuple) (*saver.Tuple, map[string][]byte) {
-		c := *tup
-		data := map[string][]byte{"checkpoint": c.Body.Data}
-		c.Body.Data = nil
-		c.Values = slices.Clone(c.Values)
-		for i := range c.Values {
-			data["value "+c.Values[i].Channel] = c.Values[i].Value.Data
-			c.Values[i].Value.Data = nil
-		}
-		c.Writes = slices.Clone(c.Writes)
-		for i := range c.Writes {
-			data[fmt.Sprintf("write %s/%d", c.Writes[i].TaskID, c.Writes[i].Idx)] = c.Writes[i].Value.Data
-			c.Writes[i].Value.Data = nil
-		}
-		return &c, data
-	}
-	g, gd := strip(got)
-	w, wd := strip(want)
-	storetest.MustEqualTuple(t, g, w)
-	for k, d := range wd {
-		if !bytes.Equal(gd[k], d) {
-			t.Fatalf("%s: %d bytes differ from the %d put", k, len(gd[k]), len(d))
-		}
 	}
 }

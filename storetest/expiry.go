@@ -20,10 +20,7 @@ type ExpiryStore interface {
 
 // expiryTest is one subtest of the expiry contract. The store reads the
 // time from clock, which only the test moves.
-type expiryTest struct {
-	name string
-	run  func(t *testing.T, s ExpiryStore, clock *Clock)
-}
+type expiryTest = clockTest[ExpiryStore]
 
 // RunExpiry runs the expiry contract (see saver's expiry invariants) against
 // the store that open returns, on the terms of RunLedger: open is called
@@ -51,27 +48,13 @@ type expiryTest struct {
 //     its blobs and writes to match, never shortening them. It returns
 //     ENOTFOUND for a checkpoint that is missing or expired.
 func RunExpiry(t *testing.T, open func(t *testing.T, now func() time.Time) ExpiryStore) {
-	groups := []struct {
-		name  string
-		tests []expiryTest
-	}{
+	runClockGroups(t, []group[expiryTest]{
 		{"Checkpoints", expiryCheckpointTests},
 		{"Writes", expiryWriteTests},
 		{"Blobs", expiryBlobTests},
 		{"SetExpiry", setExpiryTests},
 		{"Threads", expiryThreadTests},
-	}
-	for _, g := range groups {
-		t.Run(g.name, func(t *testing.T) {
-			for _, tt := range g.tests {
-				t.Run(tt.name, func(t *testing.T) {
-					t.Parallel()
-					clock := NewClock()
-					tt.run(t, open(t, clock.Now), clock)
-				})
-			}
-		})
-	}
+	}, open)
 }
 
 // Expiring returns in expiring at expiresAt, in the session scope, or in

@@ -40,12 +40,7 @@ func RunHeadGuard(t *testing.T, open func(t *testing.T) saver.Store) {
 		{"DeletedHead", testHeadDeleted},
 		{"ConcurrentWriters", testHeadConcurrentWriters},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			tt.run(t, open(t))
-		})
-	}
+	runStoreTests(t, tests, open)
 }
 
 // ExpectingHead returns in conditioned on its namespace's head being head

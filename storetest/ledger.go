@@ -21,10 +21,7 @@ type LedgerStore interface {
 
 // ledgerTest is one subtest of the ledger contract. The store reads the time
 // from clock, which only the test moves.
-type ledgerTest struct {
-	name string
-	run  func(t *testing.T, l LedgerStore, clock *Clock)
-}
+type ledgerTest = clockTest[LedgerStore]
 
 // RunLedger runs the contract of saver.Ledger against the store that open
 // returns. open is called once per subtest, possibly in parallel, with the
@@ -37,28 +34,14 @@ type ledgerTest struct {
 // Times in the contract are whole seconds (see NewClock), and a lease or key
 // that expires at T is expired at T.
 func RunLedger(t *testing.T, open func(t *testing.T, now func() time.Time) LedgerStore) {
-	groups := []struct {
-		name  string
-		tests []ledgerTest
-	}{
+	runClockGroups(t, []group[ledgerTest]{
 		{"Claim", claimTests},
 		{"Complete", completeTests},
 		{"Fail", failTests},
 		{"Expiry", expiryTests},
 		{"Isolation", ledgerIsolationTests},
 		{"Concurrency", ledgerConcurrencyTests},
-	}
-	for _, g := range groups {
-		t.Run(g.name, func(t *testing.T) {
-			for _, tt := range g.tests {
-				t.Run(tt.name, func(t *testing.T) {
-					t.Parallel()
-					clock := NewClock()
-					tt.run(t, open(t, clock.Now), clock)
-				})
-			}
-		})
-	}
+	}, open)
 }
 
 // NewClaim returns a claim request for a key no other test uses, in a new

@@ -42,7 +42,7 @@ func testConcurrentClaims(t *testing.T, l LedgerStore, clock *Clock) {
 		t.Run(tt.name, func(t *testing.T) {
 			in := NewClaim()
 			tt.setup(t, in)
-			winner := raceClaims(t, l, in, 32)
+			winner := RaceClaims(t, l, in, 32)
 			MustEqualClaim(t, winner, granted(in, clock.Now(), tt.attempt, tt.prev))
 			MustComplete(t, l, in.Tenant, in.Key, winner.Token, Result("won"))
 			MustClaimEqual(t, l, in, completed(in.Key, tt.attempt, Result("won")))
@@ -50,9 +50,9 @@ func testConcurrentClaims(t *testing.T, l LedgerStore, clock *Clock) {
 	}
 }
 
-// raceClaims runs n claims of in at once and returns the one granted,
+// RaceClaims runs n claims of in at once and returns the one granted,
 // failing unless exactly one was and every other reported it in progress.
-func raceClaims(t *testing.T, l saver.Ledger, in saver.ClaimRequest, n int) *saver.Claim {
+func RaceClaims(t *testing.T, l saver.Ledger, in saver.ClaimRequest, n int) *saver.Claim {
 	t.Helper()
 	if err := in.Validate(); err != nil {
 		t.Fatalf("Validate: %v", err)

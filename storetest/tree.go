@@ -20,34 +20,18 @@ type TreeStore interface {
 }
 
 // treeTest is one subtest of the tree contract.
-type treeTest struct {
-	name string
-	run  func(t *testing.T, s TreeStore)
-}
+type treeTest = storeTest[TreeStore]
 
 // RunTree runs the contract of saver.TreeStore against the store that open
 // returns, on the same terms as Run: open is called once per subtest,
 // possibly in parallel, and may return one shared store every time.
 func RunTree(t *testing.T, open func(t *testing.T) TreeStore) {
-	groups := []struct {
-		name  string
-		tests []treeTest
-	}{
+	runStoreGroups(t, []group[treeTest]{
 		{"Nodes", nodeTests},
 		{"Flags", flagTests},
 		{"Scope", treeScopeTests},
 		{"Lifecycle", treeLifecycleTests},
-	}
-	for _, g := range groups {
-		t.Run(g.name, func(t *testing.T) {
-			for _, tt := range g.tests {
-				t.Run(tt.name, func(t *testing.T) {
-					t.Parallel()
-					tt.run(t, open(t))
-				})
-			}
-		})
-	}
+	}, open)
 }
 
 // MustListNodes returns the nodes of a thread sorted by namespace and id: the
