@@ -194,30 +194,79 @@ type ChainNode struct {
 	Seeds map[string]bool
 }
 
-// Chain returns the ids of the ancestors checkpoint id needs to rebuild
-// its DeltaChannels, nearest first: every ancestor on its parent chain up
-// to and including the nearest one that holds a seed for each channel it
-// needs, or to the root. nodes holds one namespace's checkpoints by id; a
-// parent missing from it ends the chain, as it ends a history walk.
-func Chain(nodes map[string]*ChainNode, id string) []string {
-	n := nodes[id]
+// Chain returns the ids of the ancestors checkpoint n needs to rebuild its
+// DeltaChannels, nearest first: every ancestor on its parent chain up to
+// and including the nearest one that holds a seed for each channel it
+// needs, or to the root. node looks a checkpoint of n's namespace up by id,
+// nil when it is not stored; a missing parent ends the chain, as it ends a
+// history walk.
+func Chain(n *ChainNode, node func(id string) (*ChainNode, error)) ([]string, error) {
 	if n == nil || len(n.Needs) == 0 {
-		return nil
+		return nil, nil
 	}
 	needs := make(map[string]bool, len(n.Needs))
 	for _, ch := range n.Needs {
 		needs[ch] = true
 	}
 	var out []string
-	seen := map[string]bool{id: true}
-	for p := nodes[n.ParentID]; p != nil && len(needs) > 0 && !seen[p.ID]; p = nodes[p.ParentID] {
-		seen[p.ID] = true // a parent cycle (bad ids) ends the walk
-		out = append(out, p.ID)
+	seen := map[string]bool{n.ID: true}
+	for id := n.ParentID; id != "" && len(needs) > 0 && !seen[id]; {
+		p, err := node(id)
+		if p == nil || err != nil {
+			return out, err
+		}
+		seen[id] = true // a parent cycle (bad ids) ends the walk
+		out = append(out, id)
 		for ch := range needs {
 			if p.Seeds[ch] {
 				delete(needs, ch)
 			}
 		}
+		id = p.ParentID
 	}
-	return out
+	return out, nil
+}
+
+// Severs returns ECONFLICT when deleting the checkpoints in doomed would
+// leave a checkpoint that stays without part of its Chain, nil otherwise.
+// Only descendants of doomed checkpoints can need them, so those are the
+// ones walked: children maps each checkpoint id of the namespace to its
+// children's, and node looks a checkpoint up as for Chain.
+func Severs(thread, ns string, doomed map[string]bool, children map[string][]string, node func(id string) (*ChainNode, error)) error {
+	queue := make([]string, 0, len(doomed))
+	for id := range doomed {
+		queue = append(queue, id)
+	}
+	slices.Sort(queue) // the same answer every time
+	seen := map[string]bool{}
+	for len(queue) > 0 {
+		id := queue[0]
+		queue = queue[1:]
+		for _, child := range children[id] {
+			if seen[child] {
+				continue
+			}
+			seen[child] = true
+			queue = append(queue, child)
+			if doomed[child] {
+				continue
+			}
+			n, err := node(child)
+			if err != nil {
+				return err
+			}
+			chain, err := Chain(n, node)
+			if err != nil {
+				return err
+			}
+			for _, a := range chain {
+				if doomed[a] {
+					return Errorf(ECONFLICT,
+						"Thread %s, namespace %q: checkpoint %s stays and needs checkpoint %s to rebuild its DeltaChannels; delete the later runs too, or the thread.",
+						thread, ns, child, a)
+				}
+			}
+		}
+	}
+	return nil
 }

@@ -72,7 +72,11 @@ func TestChain(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.id, func(t *testing.T) {
-			if diff := cmp.Diff(tt.want, saver.Chain(nodes, tt.id)); diff != "" {
+			got, err := saver.Chain(nodes[tt.id], func(id string) (*saver.ChainNode, error) { return nodes[id], nil })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Fatalf("Chain(%s) (-want +got):\n%s", tt.id, diff)
 			}
 		})

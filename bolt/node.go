@@ -176,3 +176,31 @@ func (s *skim) parents(entries uint64) map[string]string {
 	}
 	return out
 }
+
+// recordRunID skims a checkpoint record's metadata run_id, stepping over
+// everything else by its length; ok is false when it has none that is a
+// string.
+func recordRunID(v []byte) (run string, ok bool, err error) {
+	s := skim{b: v}
+	fields := s.mapLen()
+	for i := uint64(0); i < fields && s.err == nil; i++ {
+		if string(s.strBytes()) != "metadata" {
+			s.skip()
+			continue
+		}
+		entries := s.mapLen()
+		for j := uint64(0); j < entries && s.err == nil; j++ {
+			name := s.strBytes()
+			v := s.next()
+			if string(name) == "run_id" && v.kind == kindStr {
+				return string(v.data), true, nil
+			}
+			s.skipRest(v)
+		}
+		break
+	}
+	if s.err != nil {
+		return "", false, fmt.Errorf("decode run id: %w", s.err)
+	}
+	return "", false, nil
+}

@@ -13,39 +13,85 @@ import (
 // threadBuckets hold the data of threads, all keyed (tenant, thread, ...).
 var threadBuckets = [][]byte{bucketCheckpoints, bucketBlobs, bucketWrites}
 
-// DeleteThread removes every checkpoint, blob and write of the thread.
+// maxDeleteBatch bounds the keys one write transaction deletes. bbolt has
+// one writer at a time, and the group commit shares its transactions among
+// every caller, so a deletion of a large thread or run goes in many short
+// transactions: other tenants' puts wait for one batch at most, never for
+// the whole deletion.
+const maxDeleteBatch = 1000
+
+// DeleteThread removes every checkpoint, blob and write of the thread:
+// checkpoints first, then writes, then blobs, maxDeleteBatch keys a
+// transaction, so a crash part-way leaves at worst an older part of the
+// thread, whole, that a second delete removes.
 func (s *Store) DeleteThread(ctx context.Context, tenant, threadID string) error {
 	prefix := key(tenant, threadID)
-	return s.update(ctx, "delete thread", func(tx *bbolt.Tx) error {
-		return deleteThread(tx, prefix)
-	})
-}
-
-func deleteThread(tx *bbolt.Tx, prefix []byte) error {
-	for _, name := range threadBuckets {
-		if err := deletePrefix(tx.Bucket(name), prefix, nil); err != nil {
+	for _, name := range []([]byte){bucketCheckpoints, bucketWrites, bucketBlobs} {
+		if err := s.deleteWhere(ctx, "delete thread", name, prefix, nil); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// deletePrefix deletes the keys under prefix for which keep is false (all of
-// them when keep is nil). Keys are collected first: a bbolt cursor is not
-// safe to move on after its bucket changed.
-func deletePrefix(b *bbolt.Bucket, prefix []byte, keep func(rest []byte) (bool, error)) error {
-	var doomed [][]byte
+// deleteWhere deletes the keys under prefix of bucket for which doomed says
+// so (all of them when doomed is nil), in transactions of up to
+// maxDeleteBatch deletions, each resuming after the last key the previous
+// one looked at. doomed gets the transaction, the key after prefix and the
+// value.
+func (s *Store) deleteWhere(ctx context.Context, op string, bucket, prefix []byte, doomed func(tx *bbolt.Tx, rest, v []byte) (bool, error)) error {
+	from := prefix
+	for from != nil {
+		err := s.update(ctx, op, func(tx *bbolt.Tx) error {
+			var err error
+			from, err = deleteBatch(tx, bucket, prefix, from, doomed)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deleteBatch deletes up to maxDeleteBatch doomed keys under prefix from
+// the key from on, and returns the key to resume at, nil when it reached
+// the end of prefix. Keys are collected first: a bbolt cursor is not safe
+// to move on after its bucket changed.
+func deleteBatch(tx *bbolt.Tx, bucket, prefix, from []byte, doomed func(tx *bbolt.Tx, rest, v []byte) (bool, error)) ([]byte, error) {
+	b := tx.Bucket(bucket)
+	var keys [][]byte
 	c := b.Cursor()
-	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-		if keep != nil {
-			ok, err := keep(k[len(prefix):])
+	k, v := c.Seek(from)
+	for ; k != nil && bytes.HasPrefix(k, prefix) && len(keys) < maxDeleteBatch; k, v = c.Next() {
+		if doomed != nil {
+			ok, err := doomed(tx, k[len(prefix):], v)
 			if err != nil {
-				return err
+				return nil, err
 			}
-			if ok {
+			if !ok {
 				continue
 			}
 		}
+		keys = append(keys, bytes.Clone(k))
+	}
+	var next []byte
+	if k != nil && bytes.HasPrefix(k, prefix) {
+		next = bytes.Clone(k)
+	}
+	for _, k := range keys {
+		if err := b.Delete(k); err != nil {
+			return nil, err
+		}
+	}
+	return next, nil
+}
+
+// deletePrefix deletes every key under prefix, in the caller's transaction.
+func deletePrefix(b *bbolt.Bucket, prefix []byte) error {
+	var doomed [][]byte
+	c := b.Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
 		doomed = append(doomed, bytes.Clone(k))
 	}
 	for _, k := range doomed {
@@ -56,12 +102,25 @@ func deletePrefix(b *bbolt.Bucket, prefix []byte, keep func(rest []byte) (bool, 
 	return nil
 }
 
+// runCheckpoint is a checkpoint DeleteForRuns removes.
+type runCheckpoint struct {
+	ref saver.CheckpointRef
+	run string
+}
+
+// maxRunBatch bounds the checkpoints (with their writes) one transaction of
+// DeleteForRuns deletes.
+const maxRunBatch = 100
+
 // DeleteForRuns removes the checkpoints whose metadata run_id is one of
 // runIDs, and their writes. Blobs stay: other checkpoints may share them.
 //
-// There is no index by run id, so this scans and decodes every checkpoint of
-// the tenant. It is an administrative call (LangGraph's rollback), rare
-// enough not to pay for an index on every put.
+// There is no index by run id: it finds them by skimming the run id out of
+// every checkpoint record of the tenant, in a read transaction, which holds
+// up no writer. It refuses (ECONFLICT, deleting nothing) when a checkpoint
+// that stays needs one of them to rebuild a DeltaChannel. Then it deletes
+// them maxRunBatch a transaction, each checked again for its run id: what
+// a run put meanwhile under another id stays.
 func (s *Store) DeleteForRuns(ctx context.Context, tenant string, runIDs []string) error {
 	if len(runIDs) == 0 {
 		return nil
@@ -70,46 +129,180 @@ func (s *Store) DeleteForRuns(ctx context.Context, tenant string, runIDs []strin
 	for _, r := range runIDs {
 		runs[r] = true
 	}
-	prefix := key(tenant)
-	return s.update(ctx, "delete for runs", func(tx *bbolt.Tx) error {
-		cps := tx.Bucket(bucketCheckpoints)
-		var doomed [][]byte
-		c := cps.Cursor()
-		n := 0
-		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-			if err := checkCtx(ctx, n); err != nil {
-				return err
-			}
-			n++
-			parts, err := parseKey(k, 4)
-			if err != nil {
-				return err
-			}
-			cp, err := decodeCheckpoint(saver.CheckpointRef{Tenant: parts[0], ThreadID: parts[1], NS: parts[2], ID: parts[3]}, v)
-			if err != nil {
-				return err
-			}
-			if run, ok := cp.Metadata["run_id"].(string); ok && runs[run] {
-				doomed = append(doomed, bytes.Clone(k))
-			}
+	var doomed []runCheckpoint
+	err := s.view(ctx, "delete for runs", func(tx *bbolt.Tx) error {
+		var err error
+		if doomed, err = findRuns(ctx, tx, tenant, runs); err != nil {
+			return err
 		}
-		wb := tx.Bucket(bucketWrites)
-		for _, k := range doomed {
-			if err := cps.Delete(k); err != nil {
-				return err
-			}
-			// A checkpoint's key is the prefix of its writes' keys.
-			if err := deletePrefix(wb, k, nil); err != nil {
-				return err
-			}
-		}
-		return nil
+		return checkRunChains(ctx, tx, doomed, s.Now())
 	})
+	if err != nil {
+		return err
+	}
+	for start := 0; start < len(doomed); start += maxRunBatch {
+		batch := doomed[start:min(start+maxRunBatch, len(doomed))]
+		err := s.update(ctx, "delete for runs", func(tx *bbolt.Tx) error {
+			cps, wb := tx.Bucket(bucketCheckpoints), tx.Bucket(bucketWrites)
+			for _, d := range batch {
+				k := checkpointKey(d.ref)
+				v := cps.Get(k)
+				if v == nil {
+					continue
+				}
+				if run, ok, err := recordRunID(v); err != nil || !ok || run != d.run {
+					if err != nil {
+						return err
+					}
+					continue
+				}
+				if err := cps.Delete(k); err != nil {
+					return err
+				}
+				// A checkpoint's key is the prefix of its writes' keys.
+				if err := deletePrefix(wb, k); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// findRuns returns the tenant's checkpoints whose run id is in runs.
+func findRuns(ctx context.Context, tx *bbolt.Tx, tenant string, runs map[string]bool) ([]runCheckpoint, error) {
+	prefix := key(tenant)
+	var out []runCheckpoint
+	c := tx.Bucket(bucketCheckpoints).Cursor()
+	n := 0
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		if err := checkCtx(ctx, n); err != nil {
+			return nil, err
+		}
+		n++
+		run, ok, err := recordRunID(v)
+		if err != nil {
+			return nil, err
+		}
+		if !ok || !runs[run] {
+			continue
+		}
+		parts, err := parseKey(k, 4)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, runCheckpoint{saver.CheckpointRef{Tenant: parts[0], ThreadID: parts[1], NS: parts[2], ID: parts[3]}, run})
+	}
+	return out, nil
+}
+
+// checkRunChains fails with ECONFLICT when deleting doomed would leave a
+// checkpoint that stays without part of its Chain (see saver.Severs).
+func checkRunChains(ctx context.Context, tx *bbolt.Tx, doomed []runCheckpoint, now time.Time) error {
+	type nsKey struct{ thread, ns string }
+	gone := map[nsKey]map[string]bool{}
+	var order []nsKey
+	for _, d := range doomed {
+		k := nsKey{d.ref.ThreadID, d.ref.NS}
+		if gone[k] == nil {
+			gone[k] = map[string]bool{}
+			order = append(order, k)
+		}
+		gone[k][d.ref.ID] = true
+	}
+	tenant := ""
+	if len(doomed) > 0 {
+		tenant = doomed[0].ref.Tenant
+	}
+	for _, k := range order {
+		ref := saver.CheckpointRef{Tenant: tenant, ThreadID: k.thread, NS: k.ns}
+		children, err := childLinks(ctx, tx, ref, now)
+		if err != nil {
+			return err
+		}
+		if err := saver.Severs(k.thread, k.ns, gone[k], children, newChainReader(tx, ref, now).node); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// childLinks returns, for every live checkpoint of ref's namespace, the ids
+// of its live children, from the parent links alone.
+func childLinks(ctx context.Context, tx *bbolt.Tx, ref saver.CheckpointRef, now time.Time) (map[string][]string, error) {
+	prefix := key(ref.Tenant, ref.ThreadID, ref.NS)
+	out := map[string][]string{}
+	c := tx.Bucket(bucketCheckpoints).Cursor()
+	n := 0
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		if err := checkCtx(ctx, n); err != nil {
+			return nil, err
+		}
+		n++
+		var node saver.Node
+		exp, err := decodeNode(&node, v)
+		if err != nil {
+			return nil, err
+		}
+		if saver.Expired(exp, now) || node.ParentID == "" {
+			continue
+		}
+		parts, err := parseKey(k[len(prefix):], 1)
+		if err != nil {
+			return nil, err
+		}
+		out[node.ParentID] = append(out[node.ParentID], parts[0])
+	}
+	return out, nil
+}
+
+// chainReader builds the saver.ChainNode of a namespace's checkpoints on
+// demand, from their records and the blobs they reference.
+type chainReader struct {
+	tx    *bbolt.Tx
+	ref   saver.CheckpointRef
+	now   time.Time
+	nodes map[string]*saver.ChainNode
+}
+
+func newChainReader(tx *bbolt.Tx, ref saver.CheckpointRef, now time.Time) *chainReader {
+	return &chainReader{tx: tx, ref: ref, now: now, nodes: map[string]*saver.ChainNode{}}
+}
+
+// node returns the chain node of checkpoint id, nil when it is not stored
+// or expired.
+func (r *chainReader) node(id string) (*saver.ChainNode, error) {
+	if n, ok := r.nodes[id]; ok {
+		return n, nil
+	}
+	ref := r.ref
+	ref.ID = id
+	cp, err := findCheckpoint(r.tx.Bucket(bucketCheckpoints), ref, r.now)
+	if cp == nil || err != nil {
+		return nil, err
+	}
+	bb := r.tx.Bucket(bucketBlobs)
+	n := &saver.ChainNode{ID: id, ParentID: cp.ParentID, Seeds: map[string]bool{}}
+	for ch := range cp.ChannelVersions {
+		v, err := liveValue(bb, cp, ch, r.now)
+		if err != nil {
+			return nil, err
+		}
+		n.Seeds[ch] = v != nil
+	}
+	n.Needs = saver.ChainNeeds(cp.Metadata, cp.ChannelVersions, func(ch string) bool { return n.Seeds[ch] })
+	r.nodes[id] = n
+	return n, nil
 }
 
 // CopyThread copies every live checkpoint, blob and write of src to dst.
 // Values are copied byte for byte, expiries included, so the copy reads
-// exactly what the source reads and expires with it.
+// exactly what the source reads and expires with it, every checkpoint with
+// its whole chain.
 func (s *Store) CopyThread(ctx context.Context, tenant, src, dst string) error {
 	srcPrefix, dstPrefix := key(tenant, src), key(tenant, dst)
 	return s.update(ctx, "copy thread", func(tx *bbolt.Tx) error {
@@ -152,7 +345,8 @@ func (s *Store) CopyThread(ctx context.Context, tenant, src, dst string) error {
 }
 
 // Prune deletes the threads (PruneDelete) or keeps only the latest live
-// checkpoint of each namespace with its writes and the blobs it references
+// checkpoint of each namespace, the ancestors its DeltaChannels need (its
+// saver.Chain), their writes and the blobs they reference
 // (PruneKeepLatest).
 func (s *Store) Prune(ctx context.Context, tenant string, threadIDs []string, strategy saver.PruneStrategy) error {
 	switch strategy {
@@ -160,85 +354,165 @@ func (s *Store) Prune(ctx context.Context, tenant string, threadIDs []string, st
 	default:
 		return saver.Errorf(saver.EINVALID, "Unknown prune strategy %q.", strategy)
 	}
-	if len(threadIDs) == 0 {
-		return nil
+	for _, thread := range threadIDs {
+		var err error
+		if strategy == saver.PruneDelete {
+			err = s.DeleteThread(ctx, tenant, thread)
+		} else {
+			err = s.keepLatest(ctx, saver.CheckpointRef{Tenant: tenant, ThreadID: thread})
+		}
+		if err != nil {
+			return err
+		}
 	}
-	return s.update(ctx, "prune", func(tx *bbolt.Tx) error {
-		now := s.Now()
-		for _, thread := range threadIDs {
-			prefix := key(tenant, thread)
-			var err error
-			if strategy == saver.PruneDelete {
-				err = deleteThread(tx, prefix)
-			} else {
-				err = keepLatest(ctx, tx, saver.CheckpointRef{Tenant: tenant, ThreadID: thread}, now)
-			}
+	return nil
+}
+
+// keepLatest prunes one thread to the latest live checkpoint of each
+// namespace and its Chain. A read transaction decides what stays; the
+// deletions then go maxDeleteBatch keys a transaction, and spare what the
+// thread gained meanwhile: checkpoints newer than the latest it saw (the
+// next steps of a run), the writes of every checkpoint still stored, and
+// the blobs any checkpoint still stored references, which each blob batch
+// reads again.
+func (s *Store) keepLatest(ctx context.Context, thread saver.CheckpointRef) error {
+	prefix := key(thread.Tenant, thread.ThreadID)
+	var (
+		latest map[string]string          // namespace -> latest live checkpoint id
+		kept   map[string]map[string]bool // namespace -> ids kept
+	)
+	err := s.view(ctx, "prune", func(tx *bbolt.Tx) error {
+		var err error
+		latest, kept, err = planKeepLatest(ctx, tx, thread, s.Now())
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	nsID := func(rest []byte) (string, string, []byte, error) {
+		ns, rest, err := nextComponent(rest)
+		if err != nil {
+			return "", "", nil, err
+		}
+		id, rest, err := nextComponent(rest)
+		return ns, id, rest, err
+	}
+	// Checkpoints: those older than their namespace's latest and not kept;
+	// in a namespace with no live checkpoint, the expired ones.
+	err = s.deleteWhere(ctx, "prune", bucketCheckpoints, prefix, func(_ *bbolt.Tx, rest, v []byte) (bool, error) {
+		ns, id, _, err := nsID(rest)
+		if err != nil {
+			return false, err
+		}
+		if l, ok := latest[ns]; ok {
+			return id < l && !kept[ns][id], nil
+		}
+		ok, err := live(v, s.Now())
+		return !ok, err
+	})
+	if err != nil {
+		return err
+	}
+	// Writes: those whose checkpoint is not stored, unless newer than the
+	// latest (their checkpoint may be on its way).
+	err = s.deleteWhere(ctx, "prune", bucketWrites, prefix, func(tx *bbolt.Tx, rest, _ []byte) (bool, error) {
+		ns, id, _, err := nsID(rest)
+		if err != nil {
+			return false, err
+		}
+		if l, ok := latest[ns]; ok && id > l {
+			return false, nil
+		}
+		cp := tx.Bucket(bucketCheckpoints).Get(key(thread.Tenant, thread.ThreadID, ns, id))
+		return cp == nil, nil
+	})
+	if err != nil {
+		return err
+	}
+	// Blobs: those no stored checkpoint references, read again per batch.
+	from := prefix
+	for from != nil {
+		err := s.update(ctx, "prune", func(tx *bbolt.Tx) error {
+			referenced, err := referencedBlobs(ctx, tx, thread)
 			if err != nil {
 				return err
 			}
+			from, err = deleteBatch(tx, bucketBlobs, prefix, from, func(_ *bbolt.Tx, rest, _ []byte) (bool, error) {
+				return !referenced[string(rest)], nil
+			})
+			return err
+		})
+		if err != nil {
+			return err
 		}
-		return nil
-	})
+	}
+	return nil
 }
 
-// keepLatest prunes one thread to the latest checkpoint of each namespace
-// that is live at now; a namespace with none loses everything.
-func keepLatest(ctx context.Context, tx *bbolt.Tx, thread saver.CheckpointRef, now time.Time) error {
+// planKeepLatest returns each namespace's latest live checkpoint and the
+// ids keep_latest keeps there: the latest and its Chain.
+func planKeepLatest(ctx context.Context, tx *bbolt.Tx, thread saver.CheckpointRef, now time.Time) (map[string]string, map[string]map[string]bool, error) {
 	prefix := key(thread.Tenant, thread.ThreadID)
 	cps := tx.Bucket(bucketCheckpoints)
 	nss, err := distinct(ctx, cps.Cursor(), prefix, 1)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	// latest maps each namespace to its kept checkpoint id; referenced holds
-	// the blob keys (after the thread prefix) that kept checkpoints use.
 	latest := make(map[string]string, len(nss))
-	referenced := make(map[string]bool)
+	kept := make(map[string]map[string]bool, len(nss))
 	for _, ns := range nss {
 		ref := thread
 		ref.NS = ns[0]
-		nsPrefix := key(ref.Tenant, ref.ThreadID, ref.NS)
-		k, v, err := lastLive(cps.Cursor(), nsPrefix, now)
+		cp, err := findCheckpoint(cps, ref, now)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
-		if k == nil {
+		if cp == nil {
 			continue
 		}
-		parts, err := parseKey(k[len(nsPrefix):], 1)
+		latest[ref.NS] = cp.ID
+		kept[ref.NS] = map[string]bool{cp.ID: true}
+		r := newChainReader(tx, ref, now)
+		n, err := r.node(cp.ID)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
-		ref.ID = parts[0]
+		chain, err := saver.Chain(n, r.node)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, id := range chain {
+			kept[ref.NS][id] = true
+		}
+	}
+	return latest, kept, nil
+}
+
+// referencedBlobs returns the blob keys (after the thread prefix) that the
+// thread's stored checkpoints reference through their channel versions.
+func referencedBlobs(ctx context.Context, tx *bbolt.Tx, thread saver.CheckpointRef) (map[string]bool, error) {
+	prefix := key(thread.Tenant, thread.ThreadID)
+	out := map[string]bool{}
+	c := tx.Bucket(bucketCheckpoints).Cursor()
+	n := 0
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		if err := checkCtx(ctx, n); err != nil {
+			return nil, err
+		}
+		n++
+		parts, err := parseKey(k[len(prefix):], 2)
+		if err != nil {
+			return nil, err
+		}
+		ref := thread
+		ref.NS, ref.ID = parts[0], parts[1]
 		cp, err := decodeCheckpoint(ref, v)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		latest[ref.NS] = ref.ID
 		for ch, ver := range cp.ChannelVersions {
-			referenced[string(key(ref.NS, ch, ver))] = true
+			out[string(key(ref.NS, ch, ver))] = true
 		}
 	}
-	// Checkpoints and writes are both keyed (ns, id, ...) after the prefix.
-	kept := func(rest []byte) (bool, error) {
-		ns, rest, err := nextComponent(rest)
-		if err != nil {
-			return false, err
-		}
-		id, _, err := nextComponent(rest)
-		if err != nil {
-			return false, err
-		}
-		l, ok := latest[ns]
-		return ok && l == id, nil
-	}
-	if err := deletePrefix(cps, prefix, kept); err != nil {
-		return err
-	}
-	if err := deletePrefix(tx.Bucket(bucketWrites), prefix, kept); err != nil {
-		return err
-	}
-	return deletePrefix(tx.Bucket(bucketBlobs), prefix, func(rest []byte) (bool, error) {
-		return referenced[string(rest)], nil
-	})
+	return out, nil
 }

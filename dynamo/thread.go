@@ -15,9 +15,14 @@ import (
 
 // threadItems reads every item of a thread: one Query per 1 MB page.
 func (s *Store) threadItems(ctx context.Context, tenant, threadID string, projection ...string) ([]item, error) {
+	return s.partitionItems(ctx, partitionKey(tenant, threadID), projection...)
+}
+
+// partitionItems reads every item of a partition: one Query per 1 MB page.
+func (s *Store) partitionItems(ctx context.Context, pk string, projection ...string) ([]item, error) {
 	in := &dynamodb.QueryInput{
 		KeyConditionExpression:    ptr("PK = :pk"),
-		ExpressionAttributeValues: item{":pk": attrS(partitionKey(tenant, threadID))},
+		ExpressionAttributeValues: item{":pk": attrS(pk)},
 	}
 	project(&in.ProjectionExpression, &in.ExpressionAttributeNames, projection)
 	var out []item
@@ -80,7 +85,9 @@ func (s *Store) DeleteThread(ctx context.Context, tenant, threadID string) error
 // DeleteForRuns finds the tenant's checkpoints whose run_id is one of
 // runIDs with a Scan (run_id is a top-level attribute for that) and deletes
 // each with its writes. Offloaded payloads they leave unreferenced are for
-// the sweeper.
+// the sweeper. Before it deletes anything, it reads each thread concerned
+// whole and refuses (ECONFLICT) when a checkpoint that stays needs one of
+// them for its DeltaChannels (saver.Severs).
 func (s *Store) DeleteForRuns(ctx context.Context, tenant string, runIDs []string) error {
 	if len(runIDs) == 0 {
 		return nil
@@ -104,6 +111,9 @@ func (s *Store) DeleteForRuns(ctx context.Context, tenant string, runIDs []strin
 		}
 		return true
 	})
+	if err == nil {
+		err = s.checkRunChains(ctx, tenant, found)
+	}
 	for _, cp := range found {
 		if err != nil {
 			break
@@ -180,9 +190,10 @@ func (s *Store) copyThread(ctx context.Context, tenant, src, dst string) error {
 
 // Prune deletes the threads (PruneDelete) or, for PruneKeepLatest, reads
 // each thread whole and deletes everything but the newest live checkpoint
-// of each namespace, its writes, the blobs it points at and the
-// namespace's blob lifetimes; then the offloaded payloads only the deleted
-// items pointed at.
+// of each namespace with the ancestors its DeltaChannels need (its
+// saver.Chain), their writes, the blobs they point at and the namespace's
+// blob lifetimes; then the offloaded payloads only the deleted items
+// pointed at.
 func (s *Store) Prune(ctx context.Context, tenant string, threadIDs []string, strategy saver.PruneStrategy) error {
 	for _, id := range threadIDs {
 		var err error
@@ -216,9 +227,23 @@ func (s *Store) keepLatest(ctx context.Context, tenant, threadID string) error {
 			latest[ns] = id
 		}
 	}
-	keep := map[string]bool{} // sort keys
+	// The latest of each namespace stays, with the ancestors its
+	// DeltaChannels need (saver.Chain) and the writes of all of them.
+	chains, err := s.chainsOfItems(tenant, items)
+	if err != nil {
+		return err
+	}
+	keep := map[string]bool{}       // sort keys
+	keptIDs := map[[2]string]bool{} // namespace, checkpoint id
 	for ns, id := range latest {
-		keep[checkpointKey(ns, id)] = true
+		chain, err := chains.chain(ns, id)
+		if err != nil {
+			return err
+		}
+		for _, id := range append(chain, id) {
+			keep[checkpointKey(ns, id)] = true
+			keptIDs[[2]string{ns, id}] = true
+		}
 	}
 	for _, it := range items {
 		if getS(it, attrKind) != itemCheckpoint || !keep[getS(it, attrSK)] {
@@ -247,8 +272,8 @@ func (s *Store) keepLatest(ctx context.Context, tenant, threadID string) error {
 	)
 	for _, it := range items {
 		sk := getS(it, attrSK)
-		if getS(it, attrKind) == itemWrite && latest[getS(it, attrNS)] == getS(it, attrID) {
-			keep[sk] = true // ids are never empty, so the namespace has a checkpoint
+		if getS(it, attrKind) == itemWrite && keptIDs[[2]string{getS(it, attrNS), getS(it, attrID)}] {
+			keep[sk] = true
 		}
 		// Lifetimes items go: their entries may name blobs dropped here.
 		// They only save reads, and the next put of each namespace reads
@@ -299,4 +324,50 @@ func (s *Store) OffloadRefs(ctx context.Context, tenant, threadID string) ([]str
 		return nil, fmt.Errorf("dynamo: offload refs of thread %s: %w", threadID, err)
 	}
 	return out, nil
+}
+
+// checkRunChains reads each thread with checkpoints in found and fails
+// when deleting them would sever a staying checkpoint's chain.
+func (s *Store) checkRunChains(ctx context.Context, tenant string, found []item) error {
+	type nsKey struct{ pk, ns string }
+	doomed := map[nsKey]map[string]bool{}
+	threads := map[string]bool{}
+	var order []string
+	for _, cp := range found {
+		k := nsKey{getS(cp, attrPK), getS(cp, attrNS)}
+		if doomed[k] == nil {
+			doomed[k] = map[string]bool{}
+		}
+		doomed[k][getS(cp, attrID)] = true
+		if !threads[k.pk] {
+			threads[k.pk] = true
+			order = append(order, k.pk)
+		}
+	}
+	for _, pk := range order {
+		items, err := s.partitionItems(ctx, pk)
+		if err != nil {
+			return err
+		}
+		chains, err := s.chainsOfItems(tenant, items)
+		if err != nil {
+			return err
+		}
+		thread := ""
+		for _, it := range items {
+			if thread = getS(it, attrThread); thread != "" {
+				break
+			}
+		}
+		for ns := range chains.nodes {
+			gone := doomed[nsKey{pk, ns}]
+			if len(gone) == 0 {
+				continue
+			}
+			if err := saver.Severs(thread, ns, gone, chains.children[ns], chains.lookup(ns)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

@@ -54,6 +54,7 @@ func RunExpiry(t *testing.T, open func(t *testing.T, now func() time.Time) Expir
 		{"Blobs", expiryBlobTests},
 		{"SetExpiry", setExpiryTests},
 		{"Threads", expiryThreadTests},
+		{"DeltaHistory", expiryDeltaTests},
 	}, open)
 }
 
