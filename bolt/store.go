@@ -98,6 +98,9 @@ var (
 	bucketLedgerExpiry = []byte("ledger_expiry")
 )
 
+// initialMmapSize is the address space bbolt maps the file in at first.
+const initialMmapSize = 1 << 30
+
 // buckets are every bucket of the file, created by Open.
 var buckets = append(slices.Clone(threadBuckets), bucketLedger, bucketLedgerExpiry)
 
@@ -121,6 +124,8 @@ type Store struct {
 	path   string
 	db     *bbolt.DB
 	writes *groupCommit
+	// scanHook, when set (by tests), runs inside DeleteForRuns's scan.
+	scanHook func()
 }
 
 var _ saver.Store = (*Store)(nil)
@@ -168,8 +173,14 @@ func Open(path string, opts ...Option) (*Store, error) {
 	// pages when it opens the file, as etcd has it): a commit writes fewer
 	// pages, about 7% faster a put (BenchmarkPutCheckpoint), and durability
 	// is unchanged, as the freelist is derived data.
+	//
+	// The map starts at 1 GiB of address space (no memory until touched): a
+	// write that has to grow the map waits for every read transaction open,
+	// so a long read (a listing, delete_for_runs's search) would hold up
+	// every tenant's puts. Below that size the file never needs it.
 	db, err := bbolt.Open(path, s.FileMode, &bbolt.Options{
 		Timeout: s.Timeout, NoFreelistSync: true, FreelistType: bbolt.FreelistMapType,
+		InitialMmapSize: initialMmapSize,
 	})
 	if errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, fmt.Errorf("bolt: open %s: file is locked by another process: %w", path, err)

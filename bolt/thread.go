@@ -18,7 +18,7 @@ var threadBuckets = [][]byte{bucketCheckpoints, bucketBlobs, bucketWrites}
 // every caller, so a deletion of a large thread or run goes in many short
 // transactions: other tenants' puts wait for one batch at most, never for
 // the whole deletion.
-const maxDeleteBatch = 1000
+const maxDeleteBatch = 500
 
 // DeleteThread removes every checkpoint, blob and write of the thread:
 // checkpoints first, then writes, then blobs, maxDeleteBatch keys a
@@ -116,7 +116,7 @@ const maxRunBatch = 100
 // runIDs, and their writes. Blobs stay: other checkpoints may share them.
 //
 // There is no index by run id: it finds them by skimming the run id out of
-// every checkpoint record of the tenant, in a read transaction, which holds
+// every checkpoint record of the tenant, in read transactions, which hold
 // up no writer. It refuses (ECONFLICT, deleting nothing) when a checkpoint
 // that stays needs one of them to rebuild a DeltaChannel. Then it deletes
 // them maxRunBatch a transaction, each checked again for its run id: what
@@ -129,12 +129,11 @@ func (s *Store) DeleteForRuns(ctx context.Context, tenant string, runIDs []strin
 	for _, r := range runIDs {
 		runs[r] = true
 	}
-	var doomed []runCheckpoint
-	err := s.view(ctx, "delete for runs", func(tx *bbolt.Tx) error {
-		var err error
-		if doomed, err = findRuns(ctx, tx, tenant, runs); err != nil {
-			return err
-		}
+	doomed, err := s.findRuns(ctx, tenant, runs)
+	if err != nil {
+		return err
+	}
+	err = s.view(ctx, "delete for runs", func(tx *bbolt.Tx) error {
 		return checkRunChains(ctx, tx, doomed, s.Now())
 	})
 	if err != nil {
@@ -173,29 +172,51 @@ func (s *Store) DeleteForRuns(ctx context.Context, tenant string, runIDs []strin
 	return nil
 }
 
-// findRuns returns the tenant's checkpoints whose run id is in runs.
-func findRuns(ctx context.Context, tx *bbolt.Tx, tenant string, runs map[string]bool) ([]runCheckpoint, error) {
+// maxScanBatch bounds the records one read transaction of a long search
+// skims, so that no read transaction stays open for long (bbolt cannot
+// reuse the pages an open one sees).
+const maxScanBatch = 10_000
+
+// findRuns returns the tenant's checkpoints whose run id is in runs, from
+// read transactions of maxScanBatch records each.
+func (s *Store) findRuns(ctx context.Context, tenant string, runs map[string]bool) ([]runCheckpoint, error) {
 	prefix := key(tenant)
 	var out []runCheckpoint
-	c := tx.Bucket(bucketCheckpoints).Cursor()
 	n := 0
-	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-		if err := checkCtx(ctx, n); err != nil {
-			return nil, err
-		}
-		n++
-		run, ok, err := recordRunID(v)
+	for from := prefix; from != nil; {
+		err := s.view(ctx, "delete for runs", func(tx *bbolt.Tx) error {
+			c := tx.Bucket(bucketCheckpoints).Cursor()
+			k, v := c.Seek(from)
+			for i := 0; k != nil && bytes.HasPrefix(k, prefix) && i < maxScanBatch; k, v = c.Next() {
+				if err := checkCtx(ctx, i); err != nil {
+					return err
+				}
+				i++
+				if n++; n == 1 && s.scanHook != nil {
+					s.scanHook()
+				}
+				run, ok, err := recordRunID(v)
+				if err != nil {
+					return err
+				}
+				if !ok || !runs[run] {
+					continue
+				}
+				parts, err := parseKey(k, 4)
+				if err != nil {
+					return err
+				}
+				out = append(out, runCheckpoint{saver.CheckpointRef{Tenant: parts[0], ThreadID: parts[1], NS: parts[2], ID: parts[3]}, run})
+			}
+			from = nil
+			if k != nil && bytes.HasPrefix(k, prefix) {
+				from = bytes.Clone(k)
+			}
+			return nil
+		})
 		if err != nil {
 			return nil, err
 		}
-		if !ok || !runs[run] {
-			continue
-		}
-		parts, err := parseKey(k, 4)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, runCheckpoint{saver.CheckpointRef{Tenant: parts[0], ThreadID: parts[1], NS: parts[2], ID: parts[3]}, run})
 	}
 	return out, nil
 }
