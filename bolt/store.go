@@ -37,6 +37,15 @@
 // it compares is the head it writes on. Listings walk namespaces backwards
 // from their end and merge them, newest first, stopping at the limit.
 //
+// # DeltaChannel histories and deletions
+//
+// DeltaHistory walks the parent chain in one read transaction, by point
+// lookups: per ancestor its record, its writes (which sort right after
+// it), and the blob of each channel still walking. Deletions that can be
+// large (delete_thread, prune, delete_for_runs) go in transactions of a
+// few hundred keys, after reads in read transactions, so that they never
+// hold the one writer, which every tenant shares, for long (thread.go).
+//
 // # Tree nodes
 //
 // ListNodes needs no index of its own. It walks the thread's checkpoint

@@ -35,7 +35,10 @@
 //	            source, step, parents (copied out of the metadata for tree
 //	            queries; absent when the metadata has no such value),
 //	            chains (the chains of its patched values, to read them in
-//	            one request)
+//	            one request), brought (channel -> BOOL: the blobs its put
+//	            brought, false for an empty one, which a DeltaChannel's
+//	            version gets at a step that is no snapshot; absent on
+//	            items put before it existed; see history.go)
 //	write       task_id, task_path, idx, channel, value (payload); a
 //	            bundle holds bundle (its number of writes) and the writes
 //	            msgpacked in value, in place of idx and channel
@@ -140,11 +143,28 @@
 //	                without a limit, the whole thread); a table Scan when no
 //	                thread is given; + 1 BatchGetItem per 100 values of the
 //	                listed checkpoints
+//	delta_history   1 Query per 1 MB page of the namespace read backwards
+//	                from the target, projected (no checkpoint body or
+//	                metadata), as far as the nearest seed of each channel
+//	                (a chat's 100 steps between snapshots fit one page) + 1
+//	                BatchGetItem of the seeds (none when the walk reaches the
+//	                root) + S3 GetObject per offloaded seed or write; a
+//	                parent whose id sorts above its child's (never in
+//	                LangGraph) falls back to one get_tuple per ancestor
 //	list_nodes      1 Query per 1 MB page of the thread's checkpoints and
 //	                writes, projected on keys and node fields: no payload
 //	                leaves DynamoDB, though it counts items whole against
 //	                the page and the read units
 //	delete_thread   1 Query per 1 MB page + 1 BatchWriteItem per 25 items
+//	prune           keep_latest: the thread read whole (1 Query per 1 MB
+//	                page), then BatchWriteItems of what goes: all but the
+//	                latest checkpoint of each namespace and its saver.Chain
+//	                (the ancestors its DeltaChannels need), with their writes
+//	                and blobs (chain.go)
+//	delete_for_runs a Scan of the tenant's checkpoints (run_id filtered),
+//	                the thread read whole per thread concerned (to refuse
+//	                severing a chain), then per checkpoint 1 Query + 1
+//	                BatchWriteItem per 25 items
 //	claim           1 UpdateItem, granted or not (a failed condition returns
 //	                the record); + 1 PutItem when the key's record expired
 //	                and DynamoDB has not deleted it yet
