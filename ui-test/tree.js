@@ -3,7 +3,8 @@
 // drives it; no browser is downloaded). It opens /ui?thread=ID, waits for the
 // tree, and checks that the page shows the expected number of checkpoints,
 // marks the live path and the abandoned branches as the tree API says, moves
-// with the keyboard, and shows a clicked checkpoint's metadata and writes.
+// with the keyboard, and shows a clicked checkpoint's metadata and writes;
+// the summary also gives the DeltaChannels the head's panel lists.
 // Prints a JSON summary on the last line of stdout; failures go to stderr
 // with exit status 1 (2 for bad usage).
 //
@@ -129,6 +130,10 @@ async function run(opts, page) {
   const marked = await ids('#graph .node.selected');
   check(marked.length === 1 && marked[0] === selected, `selected ${marked}, panel shows ${selected}`);
   if (tree.head) check(selected === tree.head.id, `first selection ${selected}, the head is ${tree.head.id}`);
+  // The head's DeltaChannels, as the panel lists them: [channel, writes, bytes, from].
+  const headDeltas = await page
+    .locator('#details table.deltas tbody tr')
+    .evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.innerText)));
 
   // The keyboard: up from the selection selects the row above.
   const rows = await ids('#graph .node');
@@ -174,6 +179,7 @@ async function run(opts, page) {
     error: await ids('#graph .node[data-status="error"]'),
     interrupted: await ids('#graph .node[data-status="interrupted"]'),
     selected,
+    head_deltas: headDeltas,
     clicked,
     screenshot: opts.screenshot,
   };

@@ -396,6 +396,24 @@
       return;
     }
     if (mine !== detailLoads) return;
+    // DeltaChannels hold no value at most checkpoints: LangGraph rebuilds
+    // them from the writes since their snapshot, which the service counts.
+    const valued = new Set(t.values.map((v) => v.channel));
+    const counted = Object.keys((t.metadata || {}).counters_since_delta_snapshot || {});
+    const deltaChannels = counted.filter((ch) => ch in t.channel_versions && !valued.has(ch)).sort();
+    let deltas = null;
+    if (deltaChannels.length) {
+      try {
+        deltas = await api(`${threadPath(tid)}/delta-history`, {
+          checkpoint_ns: n.ns,
+          checkpoint_id: n.id,
+          channels: deltaChannels,
+        });
+      } catch (err) {
+        deltas = { error: err.message };
+      }
+      if (mine !== detailLoads) return;
+    }
 
     const facts = h('dl', { class: 'facts' });
     const fact = (k, ...v) => facts.append(h('dt', {}, k), h('dd', {}, ...v));
@@ -425,6 +443,20 @@
       ]),
       'channels',
     );
+    let deltaTable = null;
+    if (deltas && deltas.error) {
+      deltaTable = h('p', { class: 'error' }, deltas.error);
+    } else if (deltas) {
+      deltaTable = table(
+        ['channel', 'writes', 'bytes', 'from'],
+        deltaChannels.map((ch) => {
+          const d = deltas.channels[ch] || { writes: [], seed: null };
+          const bytes = d.writes.reduce((sum, w) => sum + b64Bytes(w.value.data), 0);
+          return [ch, String(d.writes.length), fmtBytes(bytes), d.seed ? `a snapshot of ${fmtBytes(b64Bytes(d.seed.data))}` : 'the start (no snapshot yet)'];
+        }),
+        'deltas',
+      );
+    }
     const writes = table(
       ['task', 'idx', 'channel', 'type', 'bytes'],
       t.writes.map((w) => [
@@ -445,6 +477,9 @@
       h('pre', { class: 'json', tabindex: '0' }, JSON.stringify(t.metadata, null, 2)),
       h('h3', {}, 'Channels ', h('small', {}, `${values.length} · ${fmtBytes(total)}`)),
       values.length ? channels : h('p', { class: 'none' }, 'No channel values.'),
+      ...(deltaTable
+        ? [h('h3', {}, 'DeltaChannels ', h('small', {}, 'rebuilt from the writes since their snapshot')), deltaTable]
+        : []),
       h('h3', {}, 'Pending writes ', h('small', {}, String(t.writes.length))),
       t.writes.length ? writes : h('p', { class: 'none' }, 'None.'),
       h('p', { class: 'hint' }, 'Values stay serialized; the page shows their sizes only.'),

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/saver-dev/saver"
 )
 
 const inspectUsage = `usage: saver inspect [flags] COMMAND ...
@@ -270,9 +272,13 @@ func (in *inspector) checkpoint(ctx context.Context, thread, id string) error {
 	for _, w := range t.Writes {
 		writes = append(writes, writeInfo{w.TaskID, w.Idx, w.Channel, len(w.Value.Data)})
 	}
+	deltas, err := in.deltas(ctx, t)
+	if err != nil {
+		return err
+	}
 	v := map[string]any{"thread_id": t.ThreadID, "checkpoint_ns": t.CheckpointNS, "checkpoint_id": t.CheckpointID,
 		"parent_checkpoint_id": t.ParentID, "metadata": t.Metadata, "channels": chans, "writes": writes,
-		"scope": t.Scope, "expires_at": t.ExpiresAt}
+		"delta_channels": deltas, "scope": t.Scope, "expires_at": t.ExpiresAt}
 	return in.print(v, func(w io.Writer) {
 		fmt.Fprintf(w, "checkpoint %s  (thread %s, ns %q)\nparent     %s\n", t.CheckpointID, t.ThreadID, t.CheckpointNS, orNone(t.ParentID))
 		if t.ExpiresAt != 0 {
@@ -294,11 +300,78 @@ func (in *inspector) checkpoint(ctx context.Context, thread, id string) error {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\n", c.Channel, c.Version, c.Type, c.Bytes)
 		}
 		tw.Flush()
+		if len(deltas) > 0 {
+			fmt.Fprintln(w, "DeltaChannels (no value here; rebuilt from the writes since their snapshot):")
+			for _, d := range deltas {
+				from := "from the thread's start (no snapshot yet)"
+				if d.SeedBytes != nil {
+					from = fmt.Sprintf("after a snapshot of %d bytes", *d.SeedBytes)
+				}
+				fmt.Fprintf(w, "  %s  %d writes (%d bytes) %s\n", d.Channel, d.Writes, d.WriteBytes, from)
+			}
+		}
 		fmt.Fprintf(w, "pending writes: %d\n", len(writes))
 		for _, wr := range writes {
 			fmt.Fprintf(w, "  task %s idx %d %s (%d bytes)\n", wr.TaskID, wr.Idx, wr.Channel, wr.Bytes)
 		}
 	})
+}
+
+// deltaInfo is a DeltaChannel of a checkpoint as inspect shows it: the size
+// of its history, which readers replay to rebuild its value.
+type deltaInfo struct {
+	Channel    string `json:"channel"`
+	Writes     int    `json:"writes"`
+	WriteBytes int    `json:"write_bytes"`
+	SeedBytes  *int   `json:"snapshot_bytes"`
+}
+
+// deltas asks the service for the history of each DeltaChannel of t that
+// has no value there: those LangGraph's metadata counts (saver.Metadata's
+// DeltaChannels) with a version.
+func (in *inspector) deltas(ctx context.Context, t *tupleJSON) ([]deltaInfo, error) {
+	valued := map[string]bool{}
+	for _, v := range t.Values {
+		valued[v.Channel] = true
+	}
+	var channels []string
+	for _, ch := range saver.Metadata(t.Metadata).DeltaChannels() {
+		if _, ok := t.ChannelVersions[ch]; ok && !valued[ch] {
+			channels = append(channels, ch)
+		}
+	}
+	if len(channels) == 0 {
+		return nil, nil
+	}
+	var resp struct {
+		Channels map[string]struct {
+			Writes []struct {
+				Value struct {
+					Data []byte `json:"data"`
+				} `json:"value"`
+			} `json:"writes"`
+			Seed *struct {
+				Data []byte `json:"data"`
+			} `json:"seed"`
+		} `json:"channels"`
+	}
+	body := map[string]any{"checkpoint_ns": t.CheckpointNS, "checkpoint_id": t.CheckpointID, "channels": channels}
+	if err := in.call(ctx, "POST", threadPath(t.ThreadID)+"/delta-history", body, &resp); err != nil {
+		return nil, err
+	}
+	out := make([]deltaInfo, 0, len(channels))
+	for _, ch := range channels {
+		h := resp.Channels[ch]
+		d := deltaInfo{Channel: ch, Writes: len(h.Writes)}
+		for _, w := range h.Writes {
+			d.WriteBytes += len(w.Value.Data)
+		}
+		if h.Seed != nil {
+			d.SeedBytes = new(len(h.Seed.Data))
+		}
+		out = append(out, d)
+	}
+	return out, nil
 }
 
 type versionChange struct {

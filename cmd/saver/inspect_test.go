@@ -114,3 +114,61 @@ func TestInspect(t *testing.T) {
 		t.Fatal("unknown command accepted")
 	}
 }
+
+func TestInspectDeltaChannel(t *testing.T) {
+	url := inspectFixture(t)
+	post := func(path string, body any) {
+		b, _ := json.Marshal(body)
+		resp, err := http.Post(url+path, "application/json", bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode >= 300 {
+			t.Fatalf("POST %s: %d", path, resp.StatusCode)
+		}
+	}
+	// A DeltaChannel thread: "notes" has a snapshot at d1, and no value at
+	// d2 and d3, which LangGraph's metadata counts.
+	delta := func(id, parent string, value []byte, counted bool) {
+		md := map[string]any{"source": "loop", "step": 0}
+		if counted {
+			md["counters_since_delta_snapshot"] = map[string]any{"notes": []int{1, 1}}
+		}
+		typ := "empty"
+		if value != nil {
+			typ = "msgpack"
+		}
+		post("/v1/threads/chat/checkpoints", map[string]any{
+			"checkpoint_id": id, "parent_checkpoint_id": parent,
+			"checkpoint": map[string]any{"type": "msgpack", "data": []byte{0x80}}, "metadata": md,
+			"channel_versions": map[string]string{"notes": id},
+			"blobs":            []any{map[string]any{"channel": "notes", "version": id, "value": map[string]any{"type": typ, "data": value}}},
+		})
+		post("/v1/threads/chat/writes", map[string]any{"checkpoint_id": id, "writes": []any{
+			map[string]any{"task_id": "t", "idx": 0, "channel": "notes", "value": map[string]any{"type": "msgpack", "data": []byte("abc")}}}})
+	}
+	delta("d1", "", bytes.Repeat([]byte{7}, 50), false)
+	delta("d2", "d1", nil, true)
+	delta("d3", "d2", nil, true)
+	tests := []struct {
+		id   string
+		want string
+	}{
+		{"d3", "notes  2 writes (6 bytes) after a snapshot of 50 bytes"},
+		{"d2", "notes  1 writes (3 bytes) after a snapshot of 50 bytes"},
+	}
+	for _, tt := range tests {
+		out, err := inspect(t, url, "checkpoint", "chat", tt.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out, "DeltaChannels") || !strings.Contains(out, tt.want) {
+			t.Fatalf("checkpoint %s: output lacks %q:\n%s", tt.id, tt.want, out)
+		}
+	}
+	// A checkpoint that holds its value lists no DeltaChannel.
+	if out, err := inspect(t, url, "checkpoint", "chat", "d1"); err != nil || strings.Contains(out, "DeltaChannels") {
+		t.Fatalf("checkpoint d1: %v\n%s", err, out)
+	}
+}

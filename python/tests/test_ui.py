@@ -193,3 +193,21 @@ def test_page_needs_no_key_but_its_data_does(
     done = run_script(service.url, thread_id, count, "--key", key, "--no-screenshot")
     assert done.returncode == 0, f"tree.js failed:\n{done.stderr}\n{done.stdout}"
     assert json.loads(done.stdout.strip().splitlines()[-1])["nodes"] == count
+
+
+def test_page_lists_a_checkpoints_delta_channels(saver: HTTPSaver, saver_url: str) -> None:
+    """A DeltaChannel holds no value at most checkpoints: the panel says how it is rebuilt."""
+    from test_delta import chat_graph, new_config
+
+    graph, config = chat_graph(saver), new_config()
+    for i in range(7):
+        graph.invoke({"messages": [f"hi {i}"]}, config)
+    thread_id = config["configurable"]["thread_id"]
+    head = saver.get_tuple(config)
+    assert head is not None and "messages" not in head.checkpoint["channel_values"]
+    history = saver.get_delta_channel_history(config=head.config, channels=["messages"])["messages"]
+    done = run_script(saver_url, thread_id, len(saver.tree(thread_id).nodes), "--no-screenshot")
+    assert done.returncode == 0, f"tree.js failed:\n{done.stderr}\n{done.stdout}"
+    shown = json.loads(done.stdout.strip().splitlines()[-1])
+    assert [row[:2] for row in shown["head_deltas"]] == [["messages", str(len(history["writes"]))]]
+    assert shown["head_deltas"][0][3].startswith("a snapshot of")
