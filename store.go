@@ -23,6 +23,14 @@ type Store interface {
 	// Returns ENOTFOUND if there is none.
 	GetTuple(ctx context.Context, ref CheckpointRef) (*Tuple, error)
 
+	// DeltaHistory returns the history of each channel of in at the
+	// checkpoint it names, as LangGraph's get_delta_channel_history does
+	// (see DeltaWalk): the writes stored against its ancestors on its
+	// parent chain, back to the nearest one holding a value of the channel,
+	// which is the seed. Expired checkpoints end the chain; expired writes
+	// and values are absent. An unknown target has empty histories.
+	DeltaHistory(ctx context.Context, in DeltaRequest) (map[string]*DeltaHistory, error)
+
 	// ListCheckpoints returns the checkpoints matching f, newest first: ordered
 	// by checkpoint id descending, then thread id and namespace ascending.
 	ListCheckpoints(ctx context.Context, f ListFilter) ([]*Tuple, error)
@@ -33,15 +41,21 @@ type Store interface {
 
 	// DeleteForRuns removes the checkpoints whose metadata run_id is one of
 	// runIDs, in every thread and namespace of the tenant, with their writes.
+	// Returns ECONFLICT, naming the thread and deleting nothing, when a
+	// checkpoint that stays needs one of them to rebuild a DeltaChannel (it
+	// is in that checkpoint's Chain).
 	DeleteForRuns(ctx context.Context, tenant string, runIDs []string) error
 
 	// CopyThread copies every checkpoint, blob and write of src to dst, ids
-	// and parent links unchanged. Returns ENOTFOUND if src has no checkpoint;
-	// dst is then left untouched.
+	// and parent links unchanged, so every copied checkpoint has its whole
+	// chain. Returns ENOTFOUND if src has no checkpoint; dst is then left
+	// untouched.
 	CopyThread(ctx context.Context, tenant, src, dst string) error
 
 	// Prune removes the threads' data (PruneDelete) or everything but the
 	// newest checkpoint of each namespace and its writes (PruneKeepLatest).
+	// PruneKeepLatest also keeps, with their writes, the ancestors in the
+	// newest checkpoint's Chain, so its DeltaChannels read back unchanged.
 	// Blobs still referenced by a kept checkpoint are kept.
 	Prune(ctx context.Context, tenant string, threadIDs []string, strategy PruneStrategy) error
 }

@@ -15,6 +15,7 @@ func (s *Server) registerCheckpointRoutes(g *echo.Group) {
 	g.POST("/threads/:thread_id/checkpoints", s.handleCheckpointPut)
 	g.GET("/threads/:thread_id/checkpoint", s.handleCheckpointGet)
 	g.POST("/threads/:thread_id/writes", s.handleWritesPut)
+	g.POST("/threads/:thread_id/delta-history", s.handleDeltaHistory)
 	g.POST("/checkpoints/search", s.handleCheckpointSearch)
 }
 

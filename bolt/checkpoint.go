@@ -128,28 +128,12 @@ func (s *Store) GetTuple(ctx context.Context, ref saver.CheckpointRef) (*saver.T
 	var tup *saver.Tuple
 	err := s.view(ctx, "get tuple", func(tx *bbolt.Tx) error {
 		now := s.Now()
-		cps := tx.Bucket(bucketCheckpoints)
-		var v []byte
-		var err error
-		if ref.ID != "" {
-			v, err = getLive(cps, checkpointKey(ref), now)
-		} else {
-			prefix := key(ref.Tenant, ref.ThreadID, ref.NS)
-			var k []byte
-			k, v, err = lastLive(cps.Cursor(), prefix, now)
-			if k != nil {
-				ref.ID, _, err = nextComponent(k[len(prefix):])
-			}
-		}
+		cp, err := findCheckpoint(tx.Bucket(bucketCheckpoints), ref, now)
 		if err != nil {
 			return err
 		}
-		if v == nil {
+		if cp == nil {
 			return saver.Errorf(saver.ENOTFOUND, "No checkpoint in thread %q, namespace %q matches.", ref.ThreadID, ref.NS)
-		}
-		cp, err := decodeCheckpoint(ref, v)
-		if err != nil {
-			return err
 		}
 		tup, err = readTuple(tx, cp, now)
 		return err
@@ -158,6 +142,27 @@ func (s *Store) GetTuple(ctx context.Context, ref saver.CheckpointRef) (*saver.T
 		return nil, err
 	}
 	return tup, nil
+}
+
+// findCheckpoint returns the live checkpoint named by ref, or the latest
+// live one of its namespace when ref.ID is empty; nil if there is none.
+func findCheckpoint(cps *bbolt.Bucket, ref saver.CheckpointRef, now time.Time) (*saver.Checkpoint, error) {
+	var v []byte
+	var err error
+	if ref.ID != "" {
+		v, err = getLive(cps, checkpointKey(ref), now)
+	} else {
+		prefix := key(ref.Tenant, ref.ThreadID, ref.NS)
+		var k []byte
+		k, v, err = lastLive(cps.Cursor(), prefix, now)
+		if k != nil && err == nil {
+			ref.ID, _, err = nextComponent(k[len(prefix):])
+		}
+	}
+	if v == nil || err != nil {
+		return nil, err
+	}
+	return decodeCheckpoint(ref, v)
 }
 
 // lastWithPrefix returns the last key that starts with prefix and is below

@@ -218,6 +218,7 @@ func (s *Store) planPut(ctx context.Context, in *saver.PutCheckpoint) (*putPlan,
 	if hint := s.chainsHint(pk, in, in.Blobs, p.patched); hint != nil {
 		it[attrChains] = hint
 	}
+	it[attrBrought] = broughtAttr(in)
 	p.cp = writeOp{item: it}
 	return p, nil
 }

@@ -15,6 +15,7 @@ type Store struct {
 	PutCheckpointFn   func(ctx context.Context, in saver.PutCheckpoint) error
 	PutWritesFn       func(ctx context.Context, in saver.PutWrites) error
 	GetTupleFn        func(ctx context.Context, ref saver.CheckpointRef) (*saver.Tuple, error)
+	DeltaHistoryFn    func(ctx context.Context, in saver.DeltaRequest) (map[string]*saver.DeltaHistory, error)
 	ListCheckpointsFn func(ctx context.Context, f saver.ListFilter) ([]*saver.Tuple, error)
 	DeleteThreadFn    func(ctx context.Context, tenant, threadID string) error
 	DeleteForRunsFn   func(ctx context.Context, tenant string, runIDs []string) error
@@ -38,6 +39,10 @@ func (s *Store) PutWrites(ctx context.Context, in saver.PutWrites) error {
 
 func (s *Store) GetTuple(ctx context.Context, ref saver.CheckpointRef) (*saver.Tuple, error) {
 	return s.GetTupleFn(ctx, ref)
+}
+
+func (s *Store) DeltaHistory(ctx context.Context, in saver.DeltaRequest) (map[string]*saver.DeltaHistory, error) {
+	return s.DeltaHistoryFn(ctx, in)
 }
 
 func (s *Store) ListCheckpoints(ctx context.Context, f saver.ListFilter) ([]*saver.Tuple, error) {

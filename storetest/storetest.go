@@ -52,6 +52,7 @@ func Run(t *testing.T, open func(t *testing.T) saver.Store) {
 		{"Blobs", blobTests},
 		{"Growing", growingTests},
 		{"Writes", writeTests},
+		{"Delta", deltaTests},
 		{"List", listTests},
 		{"DeleteThread", deleteThreadTests},
 		{"DeleteForRuns", deleteForRunsTests},

@@ -1,0 +1,73 @@
+package bolt
+
+import (
+	"context"
+	"time"
+
+	"go.etcd.io/bbolt"
+
+	"github.com/saver-dev/saver"
+)
+
+// DeltaHistory walks the target's parent chain in one read transaction:
+// per ancestor, a lookup of its record, a scan of its writes (which sort
+// right after it) and a lookup of the blob of each channel still walking.
+func (s *Store) DeltaHistory(ctx context.Context, in saver.DeltaRequest) (map[string]*saver.DeltaHistory, error) {
+	walk := saver.NewDeltaWalk(in.Channels)
+	if walk.Done() {
+		return walk.Result(), nil
+	}
+	err := s.view(ctx, "delta history", func(tx *bbolt.Tx) error {
+		now := s.Now()
+		cps, bb := tx.Bucket(bucketCheckpoints), tx.Bucket(bucketBlobs)
+		cp, err := findCheckpoint(cps, in.CheckpointRef, now)
+		for n := 0; cp != nil && err == nil && cp.ParentID != ""; n++ {
+			if err := checkCtx(ctx, n); err != nil {
+				return err
+			}
+			ref := cp.CheckpointRef
+			ref.ID = cp.ParentID
+			if cp, err = findCheckpoint(cps, ref, now); cp == nil || err != nil {
+				break
+			}
+			var writes []saver.Write
+			if writes, err = readWrites(tx, cp.CheckpointRef, now); err != nil {
+				break
+			}
+			more := walk.Visit(cp.ID, writes, func(ch string) *saver.Typed {
+				if err != nil {
+					return nil
+				}
+				var v *saver.Typed
+				v, err = liveValue(bb, cp, ch, now)
+				return v
+			})
+			if !more {
+				break
+			}
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return walk.Result(), nil
+}
+
+// liveValue returns the checkpoint's value of channel: its blob at the
+// checkpoint's version, unless absent, empty or expired.
+func liveValue(bb *bbolt.Bucket, cp *saver.Checkpoint, channel string, now time.Time) (*saver.Typed, error) {
+	ver, ok := cp.ChannelVersions[channel]
+	if !ok {
+		return nil, nil
+	}
+	v := bb.Get(blobKey(cp.CheckpointRef, channel, ver))
+	if v == nil {
+		return nil, nil
+	}
+	val, exp, err := decodeBlob(v)
+	if err != nil || val.Type == saver.EmptyType || saver.Expired(exp, now) {
+		return nil, err
+	}
+	return &val, nil
+}

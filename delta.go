@@ -1,0 +1,223 @@
+package saver
+
+import "slices"
+
+// LangGraph's DeltaChannel (beta) stores no value at most checkpoints: its
+// channel version moves, the blob put for it is empty, and readers rebuild
+// the value by replaying the writes of the checkpoint's ancestors, back to
+// the nearest one that holds a stored value (a snapshot LangGraph writes
+// every so many updates, or a plain value from before the channel was a
+// DeltaChannel). A DeltaHistory is that replay's input, as
+// BaseCheckpointSaver.get_delta_channel_history returns it.
+
+// MaxDeltaChannels bounds the channels of one delta history request.
+const MaxDeltaChannels = 256
+
+// DeltaRequest asks for the delta histories of channels at a checkpoint.
+type DeltaRequest struct {
+	// CheckpointRef names the target; an empty ID means the latest of its
+	// namespace.
+	CheckpointRef
+	Channels []string
+}
+
+// Validate checks a delta history request.
+func (r *DeltaRequest) Validate() error {
+	if err := r.CheckpointRef.Validate(); err != nil {
+		return err
+	}
+	if len(r.Channels) > MaxDeltaChannels {
+		return Errorf(ETOOLARGE, "%d channels in one request; the limit is %d.", len(r.Channels), MaxDeltaChannels)
+	}
+	seen := make(map[string]bool, len(r.Channels))
+	for _, ch := range r.Channels {
+		if err := validID("channel", ch, true, MaxIDBytes); err != nil {
+			return err
+		}
+		if seen[ch] {
+			return Errorf(EINVALID, "Channel %s is given twice.", ch)
+		}
+		seen[ch] = true
+	}
+	return nil
+}
+
+// DeltaHistory is one channel's history at a checkpoint.
+type DeltaHistory struct {
+	// Writes are the channel's writes stored against the target's
+	// ancestors on its parent chain, from the seed's checkpoint (or the
+	// root) to the target's parent, each checkpoint's in the order of
+	// Tuple.Writes. The target's own writes are pending for its next step
+	// and are not part of it.
+	Writes []Write
+	// Seed is the channel's value at the nearest ancestor that holds one
+	// (not empty, not expired); nil when the walk reached the root without
+	// finding any, which readers take as "start empty".
+	Seed *Typed
+}
+
+// DeltaWalk accumulates delta histories over a checkpoint's ancestors,
+// visited from the parent towards the root, exactly as the base class's
+// walk does: at each ancestor it takes the writes to the channels still
+// walking, then ends the walk of each channel the ancestor holds a value
+// for, with that value as its seed. Stores drive it; the rule lives here.
+type DeltaWalk struct {
+	channels  []string
+	remaining map[string]bool
+	// visited holds, per channel, the writes of each ancestor visited,
+	// nearest first.
+	visited map[string][][]Write
+	seeds   map[string]*Typed
+	ids     map[string]bool
+}
+
+// NewDeltaWalk starts a walk for channels.
+func NewDeltaWalk(channels []string) *DeltaWalk {
+	w := &DeltaWalk{
+		channels:  channels,
+		remaining: make(map[string]bool, len(channels)),
+		visited:   make(map[string][][]Write, len(channels)),
+		seeds:     make(map[string]*Typed, len(channels)),
+		ids:       make(map[string]bool),
+	}
+	for _, ch := range channels {
+		w.remaining[ch] = true
+	}
+	return w
+}
+
+// Done reports whether every channel has its seed.
+func (w *DeltaWalk) Done() bool { return len(w.remaining) == 0 }
+
+// Walking reports whether channel still walks: no seed found for it yet.
+func (w *DeltaWalk) Walking(channel string) bool { return w.remaining[channel] }
+
+// Remaining returns the channels still walking, in request order.
+func (w *DeltaWalk) Remaining() []string {
+	var out []string
+	for _, ch := range w.channels {
+		if w.remaining[ch] {
+			out = append(out, ch)
+		}
+	}
+	return out
+}
+
+// Visit takes the next ancestor: its id, its writes in Tuple.Writes
+// order, and its values by channel (nil unless present: not empty, not
+// expired). It returns whether the walk goes on to the ancestor's parent:
+// not when every channel has its seed, nor when id was visited already (a
+// parent cycle, which only bad ids make; the ancestor is then not taken
+// again).
+func (w *DeltaWalk) Visit(id string, writes []Write, seed func(channel string) *Typed) bool {
+	if w.Done() || w.ids[id] {
+		return false
+	}
+	w.ids[id] = true
+	per := make(map[string][]Write)
+	for _, wr := range writes {
+		if w.remaining[wr.Channel] {
+			per[wr.Channel] = append(per[wr.Channel], wr)
+		}
+	}
+	for ch, ws := range per {
+		w.visited[ch] = append(w.visited[ch], ws)
+	}
+	for _, ch := range w.channels {
+		if !w.remaining[ch] {
+			continue
+		}
+		if v := seed(ch); v != nil {
+			w.seeds[ch] = v
+			delete(w.remaining, ch)
+		}
+	}
+	return !w.Done()
+}
+
+// Result returns the history of every channel asked for.
+func (w *DeltaWalk) Result() map[string]*DeltaHistory {
+	out := make(map[string]*DeltaHistory, len(w.channels))
+	for _, ch := range w.channels {
+		h := &DeltaHistory{Seed: w.seeds[ch], Writes: []Write{}}
+		for _, ws := range slices.Backward(w.visited[ch]) {
+			h.Writes = append(h.Writes, ws...)
+		}
+		out[ch] = h
+	}
+	return out
+}
+
+// DeltaCountersKey is the metadata key in which LangGraph counts, per
+// DeltaChannel, the updates and supersteps since its last snapshot; a
+// channel is listed unless it was snapshotted at that very checkpoint, and
+// the key is absent on threads that use no DeltaChannel. It is how the
+// service knows, without decoding values, which channels need their chain.
+const DeltaCountersKey = "counters_since_delta_snapshot"
+
+// DeltaChannels returns the DeltaChannels that LangGraph's metadata counts
+// at a checkpoint, sorted.
+func (md Metadata) DeltaChannels() []string {
+	counters, ok := md[DeltaCountersKey].(map[string]any)
+	if !ok {
+		return nil
+	}
+	out := make([]string, 0, len(counters))
+	for ch := range counters {
+		out = append(out, ch)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// ChainNeeds returns the channels whose value at a checkpoint lives in its
+// chain: the DeltaChannels md counts that have a version in versions and
+// for which present reports no stored value.
+func ChainNeeds(md Metadata, versions map[string]string, present func(channel string) bool) []string {
+	var out []string
+	for _, ch := range md.DeltaChannels() {
+		if _, ok := versions[ch]; ok && !present(ch) {
+			out = append(out, ch)
+		}
+	}
+	return out
+}
+
+// ChainNode is a checkpoint as the delta-aware maintenance rules see it.
+type ChainNode struct {
+	ID, ParentID string
+	// Needs are the channels whose value at this checkpoint lives in its
+	// chain: DeltaChannels its metadata counts that have a version here
+	// and no stored value (see Metadata.DeltaChannels).
+	Needs []string
+	// Seeds are the channels this checkpoint holds a stored value for.
+	Seeds map[string]bool
+}
+
+// Chain returns the ids of the ancestors checkpoint id needs to rebuild
+// its DeltaChannels, nearest first: every ancestor on its parent chain up
+// to and including the nearest one that holds a seed for each channel it
+// needs, or to the root. nodes holds one namespace's checkpoints by id; a
+// parent missing from it ends the chain, as it ends a history walk.
+func Chain(nodes map[string]*ChainNode, id string) []string {
+	n := nodes[id]
+	if n == nil || len(n.Needs) == 0 {
+		return nil
+	}
+	needs := make(map[string]bool, len(n.Needs))
+	for _, ch := range n.Needs {
+		needs[ch] = true
+	}
+	var out []string
+	seen := map[string]bool{id: true}
+	for p := nodes[n.ParentID]; p != nil && len(needs) > 0 && !seen[p.ID]; p = nodes[p.ParentID] {
+		seen[p.ID] = true // a parent cycle (bad ids) ends the walk
+		out = append(out, p.ID)
+		for ch := range needs {
+			if p.Seeds[ch] {
+				delete(needs, ch)
+			}
+		}
+	}
+	return out
+}
