@@ -352,10 +352,10 @@ export function makeIdempotent(ledger: Ledger, key: KeySpec, options: Idempotent
 
   const wrap = <A extends unknown[], R>(fn: (...args: A) => R | Promise<R>) => {
     const name = fn.name || "anonymous";
-    return (...args: A): Promise<Awaited<R>> => execute(resolveKey(name, args), () => fn(...args));
+    return async (...args: A): Promise<Awaited<R>> => execute(resolveKey(name, args), () => fn(...args));
   };
   const idempotent = wrap as Idempotent;
-  idempotent.run = <R>(fn: (call: IdempotentCall) => R | Promise<R>) => {
+  idempotent.run = async <R>(fn: (call: IdempotentCall) => R | Promise<R>): Promise<Awaited<R>> => {
     const k = resolveKey("idempotent", []);
     return execute(k, (claim) => fn({ key: k, attempt: claim.attempt, previousError: claim.error }));
   };

@@ -17,6 +17,7 @@ import { inject } from "vitest";
 import { HTTPSaver } from "../src/index.js";
 import {
   callsOf,
+  deltaGraph,
   fanoutGraph,
   fanoutSubgraphsGraph,
   flakyGraph,
@@ -309,4 +310,59 @@ it.each(DURABILITIES)("stream modes values, updates, checkpoints, tasks together
 it("norm hides ids only: different values stay different", () => {
   expect(norm({ a: [1, [2, 3]] })).not.toEqual(norm({ a: [1, [2, 4]] }));
   expect(norm("thread 1f1ed75d-ee80-6460-8003-5946f6c2fabe")).toBe("thread <id>");
+});
+
+// -- DeltaChannel ----------------------------------------------------------------------
+
+async function scenarioDelta(r: Runner): Promise<Trace> {
+  const calls: Calls = new Map();
+  const graph = deltaGraph(r.saver, calls, 7);
+  const config = newConfig();
+  const output = await r.run(graph, { history: "hello" }, config);
+  const state = snapshotSig(await r.state(graph, config));
+  const history = await r.history(graph, config);
+  // Fork from an old checkpoint: its value must be rebuilt from its own
+  // ancestors, not from the newer branch.
+  const old = history.find((s) => (s.values as { turns: number }).turns === 2)!;
+  const forked = await r.update(graph, old.config, { history: "edited" }, "speak");
+  const forkedState = snapshotSig(await r.state(graph, forked));
+  return {
+    output,
+    state,
+    history: historySig(history),
+    forkedState,
+    // The fork is the thread's newest checkpoint now.
+    latest: snapshotSig(await r.state(graph, config)),
+    calls: callsOf(calls),
+  };
+}
+
+it("DeltaChannel values rebuilt through getDeltaChannelHistory, forks included", async () => {
+  const trace = await compare(scenarioDelta, "invoke", "async");
+  const state = trace.state as ReturnType<typeof snapshotSig>;
+  expect(state.values).toEqual({
+    history: ["hello", ...[1, 2, 3, 4, 5, 6, 7].map((i) => `turn ${i}`)],
+    turns: 7,
+  });
+  expect((trace.forkedState as ReturnType<typeof snapshotSig>).values).toEqual({
+    history: ["hello", "turn 1", "turn 2", "edited"],
+    turns: 2,
+  });
+  expect(trace.latest).toEqual(trace.forkedState);
+  expect(trace.calls).toEqual({ speak: 7 });
+});
+
+it("asks the service for a DeltaChannel's history in one request", async () => {
+  const lines: string[] = [];
+  const saver = new HTTPSaver(url, { logger: { warn: (m) => lines.push(m), debug: (m) => lines.push(m) } });
+  const graph = deltaGraph(saver, new Map(), 7);
+  const config = newConfig();
+  await graph.invoke({ history: "hello" }, config);
+  lines.length = 0;
+  const state = await graph.getState(config);
+  expect((state.values as { history: string[] }).history).toHaveLength(8);
+  const requests = lines.filter((l) => / -> \d+ /.test(l));
+  expect(requests.filter((l) => l.includes("/delta-history -> 200"))).toHaveLength(1);
+  // The latest checkpoint and the history: nothing walks the chain one checkpoint at a time.
+  expect(requests.filter((l) => l.startsWith("GET "))).toHaveLength(1);
 });

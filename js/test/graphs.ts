@@ -1,7 +1,8 @@
 /** Graphs the tests run on both savers; each counts how often its nodes ran. */
 
 import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
-import { Annotation, END, interrupt, Send, START, StateGraph } from "@langchain/langgraph";
+import { Annotation, DeltaValue, END, interrupt, Send, START, StateGraph, StateSchema } from "@langchain/langgraph";
+import { z } from "zod";
 
 export type Calls = Map<string, number>;
 
@@ -196,5 +197,29 @@ export function flakyGraph(saver: BaseCheckpointSaver, calls: Calls, failures: {
     .addEdge("ok", "flaky")
     .addEdge("flaky", "join")
     .addEdge("join", END)
+    .compile({ checkpointer: saver });
+}
+
+// `history` is a DeltaChannel: checkpoints store only each step's writes,
+// and a full snapshot every third update; reading a checkpoint rebuilds the
+// value from its ancestors' writes (getDeltaChannelHistory).
+const Chat = new StateSchema({
+  history: new DeltaValue(z.array(z.string()).default(() => []), {
+    inputSchema: z.string(),
+    reducer: (current: string[], writes: string[]) => [...current, ...writes],
+    snapshotFrequency: 3,
+  }),
+  turns: z.number().default(0),
+});
+
+/** A loop of `turns` steps, each appending one line to the DeltaChannel. */
+export function deltaGraph(saver: BaseCheckpointSaver, calls: Calls, turns: number) {
+  return new StateGraph(Chat)
+    .addNode("speak", (state: { turns: number }) => {
+      count(calls, "speak");
+      return { history: `turn ${state.turns + 1}`, turns: state.turns + 1 };
+    })
+    .addEdge(START, "speak")
+    .addConditionalEdges("speak", (state: { turns: number }) => (state.turns < turns ? "speak" : END))
     .compile({ checkpointer: saver });
 }

@@ -28,7 +28,9 @@ it.each(["sync", "async"] as const)("resumes after kill -9 at an interrupt, dura
   const saver = new HTTPSaver(service.url);
   const graph = interruptGraph(saver, calls);
 
-  const out = await graph.invoke({ log: ["in"] }, { ...config, durability });
+  const out = (await graph.invoke({ log: ["in"] }, { ...config, durability })) as unknown as {
+    __interrupt__: { value: unknown }[];
+  };
   expect(out.__interrupt__.map((i: { value: unknown }) => i.value)).toEqual([{ question: "name?" }]);
   const before = await graph.getState(config);
   const historyBefore = await ids(saver, config);
