@@ -27,7 +27,7 @@ $(VENV)/.installed: python/pyproject.toml python/constraints.txt
 venv: $(VENV)/.installed
 
 .PHONY: test
-test: test-go test-py test-js test-aws
+test: test-go test-py test-js test-agent-server test-aws
 
 .PHONY: test-go
 test-go:
@@ -61,6 +61,21 @@ JS_TEST = cd js && ../$(TSC) -p tsconfig.json && ../$(TSC) -p tsconfig.check.jso
 .PHONY: test-js
 test-js: build venv ui-deps js-deps
 	$(JS_TEST)
+
+# The Agent Server example's image: langgraph-cli (pinned in
+# examples/agent_server/requirements-cli.txt, in a venv of its own) writes the
+# Dockerfile, and the test replays its install step into a clean venv.
+AGENT_CLI_VENV := .cache/agent-server-cli
+
+$(AGENT_CLI_VENV)/.installed: examples/agent_server/requirements-cli.txt
+	$(PYTHON) -m venv $(AGENT_CLI_VENV)
+	$(AGENT_CLI_VENV)/bin/python -m pip install -q -r examples/agent_server/requirements-cli.txt
+	touch $@
+
+.PHONY: test-agent-server
+test-agent-server: build venv $(AGENT_CLI_VENV)/.installed
+	SAVER_BIN=$(abspath $(BIN)) LANGGRAPH_CLI=$(abspath $(AGENT_CLI_VENV))/bin/langgraph \
+		$(PY) -m pytest -q -p no:cacheprovider -o asyncio_default_fixture_loop_scope=function examples/agent_server
 
 .PHONY: lint
 lint:
