@@ -235,3 +235,19 @@ it("sends the version of package.json", () => {
   const pkg = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string };
   expect(VERSION).toBe(pkg.version);
 });
+
+it("ships as ESM with types: the built package loads by its name in plain Node", async () => {
+  // A child Node process: the package's exports map and dist/, as an installer sees them.
+  const script = 'import("saver-client").then((m) => console.log(typeof m.HTTPSaver, typeof m.deriveKey, m.VERSION))';
+  const { execFileSync } = await import("node:child_process");
+  const out = execFileSync(process.execPath, ["--input-type=module", "-e", script], {
+    cwd: new URL("..", import.meta.url),
+    encoding: "utf8",
+  });
+  expect(out.trim()).toBe(`function function ${VERSION}`);
+  const pkg = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as {
+    exports: { ".": { types: string; import: string } };
+  };
+  expect(readFileSync(new URL(`../${pkg.exports["."].types}`, import.meta.url), "utf8")).toContain("HTTPSaver");
+  expect(readFileSync(new URL("../dist/saver.d.ts", import.meta.url), "utf8")).toContain("class HTTPSaver extends BaseCheckpointSaver");
+});
