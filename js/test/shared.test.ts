@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { inject } from "vitest";
 
-import { HTTPSaver } from "../src/index.js";
+import { deriveKey, HTTPSaver } from "../src/index.js";
 import { main } from "../examples/payment_workflow.js";
 import { REPO, saverBinary, STORE } from "./service.js";
 
@@ -85,6 +85,11 @@ with HTTPSaver(url) as saver:
     b.compile(checkpointer=saver).invoke({"n": 1}, {"configurable": {"thread_id": thread}})
     out["py_thread"] = thread
     out["claim"] = saver.claim(key, lease=60).state
+
+from saver_client import derive_key
+task = {"configurable": {"thread_id": "t-1", "checkpoint_ns": "pay:7e1f", "__pregel_task_id": "7e1f",
+                         "checkpoint_map": {"": "1f0-cp"}}}
+out["derived"] = [derive_key("charge", 1, config=task), derive_key("charge " + "é" * 300, 2, config=task)]
 print(json.dumps(out))
 `;
 
@@ -92,7 +97,13 @@ it("shares metadata, tree and ledger with Python; values only from JS to Python"
   const python = process.env.SAVER_PYTHON || join(REPO, ".venv", "bin", "python");
   const key = `shared-${thread}`;
   const { stdout } = await run(python, ["-c", PYTHON_SIDE, url, thread, key], { timeout: 60_000 });
-  const py = JSON.parse(stdout) as { js_metadata: unknown; js_log: string[]; py_thread: string; claim: string };
+  const py = JSON.parse(stdout) as {
+    js_metadata: unknown;
+    js_log: string[];
+    py_thread: string;
+    claim: string;
+    derived: string[];
+  };
 
   // Python reads the JS thread: metadata as is, values through its JSON reader.
   expect(py.js_metadata).toEqual({ source: "loop", step: 7, parents: {} });
@@ -104,6 +115,12 @@ it("shares metadata, tree and ledger with Python; values only from JS to Python"
   await expect(saver.getTuple({ configurable: { thread_id: py.py_thread } })).rejects.toThrow(
     /Unknown serialization type: msgpack/,
   );
+
+  // A key derived from a task's config is the same in both languages.
+  const task = {
+    configurable: { thread_id: "t-1", checkpoint_ns: "pay:7e1f", __pregel_task_id: "7e1f", checkpoint_map: { "": "1f0-cp" } },
+  };
+  expect([deriveKey("charge", 1, task), deriveKey(`charge ${"é".repeat(300)}`, 2, task)]).toEqual(py.derived);
 
   // The ledger is one: the key Python holds is in progress for JS.
   expect(py.claim).toBe("claimed");
