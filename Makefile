@@ -50,6 +50,7 @@ $(JS_STAMP): js/package-lock.json
 
 .PHONY: js-deps
 js-deps: $(JS_STAMP)
+	@test -x $(VITEST) -a -x $(TSC) || npm ci --prefix js --ignore-scripts --no-audit --no-fund --loglevel=error
 
 # Builds the package (types included), type-checks the tests, then runs them:
 # LangGraph.js's validation suite, graphs compared with MemorySaver, a kill -9
