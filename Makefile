@@ -27,7 +27,7 @@ $(VENV)/.installed: python/pyproject.toml python/constraints.txt
 venv: $(VENV)/.installed
 
 .PHONY: test
-test: test-go test-py test-aws
+test: test-go test-py test-js test-agent-server test-aws
 
 .PHONY: test-go
 test-go:
@@ -36,6 +36,47 @@ test-go:
 .PHONY: test-py
 test-py: build venv ui-deps
 	SAVER_BIN=$(abspath $(BIN)) $(PY) -m pytest -q python/tests
+
+# The TypeScript client (js/): its npm packages are installed from
+# js/package-lock.json into js/node_modules, only when missing or when the lock
+# changed (npm rewrites node_modules/.package-lock.json on every install).
+JS_STAMP := js/node_modules/.package-lock.json
+VITEST   := js/node_modules/.bin/vitest
+TSC      := js/node_modules/.bin/tsc
+
+$(JS_STAMP): js/package-lock.json
+	npm ci --prefix js --ignore-scripts --no-audit --no-fund --loglevel=error
+	touch $@
+
+.PHONY: js-deps
+js-deps: $(JS_STAMP)
+	@test -x $(VITEST) -a -x $(TSC) || npm ci --prefix js --ignore-scripts --no-audit --no-fund --loglevel=error
+
+# Builds the package (types included), type-checks the tests, then runs them:
+# LangGraph.js's validation suite, graphs compared with MemorySaver, a kill -9
+# restart, the payment workflow, inspect and /ui, against services on the
+# store the environment names (embedded by default; test-aws: DynamoDB).
+JS_TEST = cd js && ../$(TSC) -p tsconfig.json && ../$(TSC) -p tsconfig.check.json && \
+	SAVER_BIN=$(abspath $(BIN)) SAVER_PYTHON=$(abspath $(PY)) ../$(VITEST) run
+
+.PHONY: test-js
+test-js: build venv ui-deps js-deps
+	$(JS_TEST)
+
+# The Agent Server example's image: langgraph-cli (pinned in
+# examples/agent_server/requirements-cli.txt, in a venv of its own) writes the
+# Dockerfile, and the test replays its install step into a clean venv.
+AGENT_CLI_VENV := .cache/agent-server-cli
+
+$(AGENT_CLI_VENV)/.installed: examples/agent_server/requirements-cli.txt
+	$(PYTHON) -m venv $(AGENT_CLI_VENV)
+	$(AGENT_CLI_VENV)/bin/python -m pip install -q -r examples/agent_server/requirements-cli.txt
+	touch $@
+
+.PHONY: test-agent-server
+test-agent-server: build venv $(AGENT_CLI_VENV)/.installed
+	SAVER_BIN=$(abspath $(BIN)) LANGGRAPH_CLI=$(abspath $(AGENT_CLI_VENV))/bin/langgraph \
+		$(PY) -m pytest -q -p no:cacheprovider -o asyncio_default_fixture_loop_scope=function examples/agent_server
 
 .PHONY: lint
 lint:
@@ -63,15 +104,19 @@ test-integration:
 	localstack/down.sh; exit $$rc
 
 # The production stores on the local AWS stack: the Go integration tests, then
-# the whole Python suite (conformance, graphs, restart) against a service on
-# the dynamodb store. The stack is stopped whether the tests pass or not.
+# the whole Python suite (conformance, graphs, restart) and the whole JS suite
+# against services on the dynamodb store. The stack is stopped whether the
+# tests pass or not.
 .PHONY: test-aws
-test-aws: build venv ui-deps
+test-aws: build venv ui-deps js-deps
 	rc=0; localstack/up.sh && { set -a && . ./$(LOCALSTACK_ENV) && set +a && \
 		$(GO) test -race -count=1 -tags integration ./dynamo/... ./s3offload/... ./localstack/... ./faults/... && \
 		SAVER_BIN=$(abspath $(BIN)) SAVER_STORE=dynamodb SAVER_INIT=true \
 		SAVER_TABLE=saver-pytest-$$$$ SAVER_BUCKET=saver-pytest-$$$$ \
-		$(PY) -m pytest -q python/tests; } || rc=$$?; \
+		$(PY) -m pytest -q python/tests && \
+		export SAVER_STORE=dynamodb SAVER_INIT=true \
+			SAVER_TABLE=saver-jstest-$$$$ SAVER_BUCKET=saver-jstest-$$$$ && \
+		( $(JS_TEST) ); } || rc=$$?; \
 	localstack/down.sh; exit $$rc
 
 # Runs examples/payment_workflow.py against a temporary service (free port,

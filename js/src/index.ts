@@ -1,0 +1,39 @@
+/**
+ * saver-client: a LangGraph.js checkpoint saver backed by the saver HTTP service.
+ *
+ *     import { HTTPSaver } from "saver-client";
+ *     const graph = builder.compile({ checkpointer: new HTTPSaver("http://127.0.0.1:7878") });
+ */
+
+export { API_KEY_ENV, HTTPSaver, type HTTPSaverOptions, metadataToWire, type PruneStrategy, type Scope, SCOPE_KEY, URL_ENV } from "./saver.js";
+export {
+  BadResponseError,
+  ConflictError,
+  IdempotencyError,
+  IdempotencyInProgress,
+  IdempotentCallFailed,
+  InternalServerError,
+  InvalidRequestError,
+  NoRouteError,
+  NotFoundError,
+  SaverConnectionError,
+  SaverError,
+  TooLargeError,
+  UnauthorizedError,
+  UnavailableError,
+  UnsupportedMediaTypeError,
+} from "./errors.js";
+export {
+  type Claim,
+  type ClaimOptions,
+  type ClaimState,
+  DEFAULT_WAIT_TIMEOUT_MS,
+  deriveKey,
+  type Idempotent,
+  type IdempotentCall,
+  type IdempotentOptions,
+  type StoredFailure,
+} from "./ledger.js";
+export { DEFAULT_RETRY, type Logger, type RetryPolicy } from "./transport.js";
+export { type Branch, type NodeStatus, ResumeContext, ThreadTree, type TreeNode } from "./tree.js";
+export { VERSION } from "./version.js";

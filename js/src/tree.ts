@@ -1,0 +1,150 @@
+/**
+ * Typed answers of the service's tree queries: a thread's checkpoints as a tree.
+ *
+ * Every checkpoint is a node whose parent is the checkpoint it followed; forks
+ * (time travel, `updateState`) are siblings, and a subgraph's first checkpoint
+ * hangs under the parent-graph checkpoint that ran it. The *live path* runs
+ * from the root to the *head*, the checkpoint LangGraph resumes from.
+ *
+ * A node's `status` says what became of the step run after it:
+ * - `ok`: no error or interrupt was recorded;
+ * - `error`: the next step failed and was not run again from here;
+ * - `retried`: the next step failed, then the thread went on from here anyway;
+ * - `interrupted`: paused by `interrupt()`, waiting for a resume;
+ * - `resumed`: paused, then resumed from here.
+ */
+
+import { BadResponseError } from "./errors.js";
+import { isRecord } from "./transport.js";
+
+export type NodeStatus = "ok" | "error" | "retried" | "interrupted" | "resumed";
+
+/** One checkpoint of a thread's tree, in the compact form the service sends. */
+export interface TreeNode {
+  checkpointId: string;
+  /** "" for the root graph. */
+  checkpointNs: string;
+  /** The resolved parent (for a subgraph's first checkpoint, the parent-graph
+   * checkpoint that ran it, in `parentNs`); undefined for a root. */
+  parentId: string | undefined;
+  parentNs: string;
+  /** LangGraph's metadata source: "input", "loop", "update", "fork"; "" if none. */
+  source: string;
+  step: number;
+  status: NodeStatus;
+  /** Pending writes on this checkpoint hold an error: a failed attempt at the next step. */
+  hasError: boolean;
+  hasInterrupt: boolean;
+  onLivePath: boolean;
+  /** A root that should have had a parent (pruned, or a broken link). */
+  orphan: boolean;
+}
+
+/** An abandoned branch of the root graph: work LangGraph will no longer resume. */
+export interface Branch {
+  /** The branch's checkpoints, from the first one off `fromId` down to its leaf. */
+  checkpointIds: string[];
+  /** The nearest ancestor on the live path, where the thread left this work behind. */
+  forkPoint: string | undefined;
+  /** The checkpoint the branch hangs from: `forkPoint`, or a checkpoint of
+   * another abandoned branch it split off; undefined if its first node is a root. */
+  fromId: string | undefined;
+  /** The leaf's status: `error` for work abandoned after failing, `interrupted`
+   * for work abandoned while waiting for a resume. */
+  status: NodeStatus;
+}
+
+/** A thread's whole tree: every checkpoint of every namespace. */
+export class ThreadTree {
+  constructor(
+    readonly threadId: string,
+    /** The checkpoint LangGraph resumes from; undefined without a root-graph checkpoint. */
+    readonly head: TreeNode | undefined,
+    /** Parents before children: roots first, each followed depth-first by its subtree. */
+    readonly nodes: readonly TreeNode[],
+  ) {}
+
+  /** The nodes on the live path, from the root to the head. */
+  get livePath(): TreeNode[] {
+    return this.nodes.filter((n) => n.onLivePath);
+  }
+
+  /** Checkpoints whose next step failed at least once. */
+  get failures(): TreeNode[] {
+    return this.nodes.filter((n) => n.hasError);
+  }
+
+  get(checkpointId: string, checkpointNs = ""): TreeNode | undefined {
+    return this.nodes.find((n) => n.checkpointId === checkpointId && n.checkpointNs === checkpointNs);
+  }
+
+  children(checkpointId: string, checkpointNs = ""): TreeNode[] {
+    return this.nodes.filter((n) => n.parentId === checkpointId && n.parentNs === checkpointNs);
+  }
+}
+
+/** The live path as prompt text, and the whole tree as a text drawing. */
+export class ResumeContext {
+  constructor(
+    /** One line per checkpoint from the root to the head, e.g. `step 4 · loop · error, retried`. */
+    readonly text: string,
+    readonly drawing: string,
+  ) {}
+
+  toString(): string {
+    return this.text;
+  }
+}
+
+function bad(what: string): never {
+  throw new BadResponseError("bad_response", what);
+}
+
+function str(value: unknown): string {
+  return value === undefined || value === null ? "" : String(value);
+}
+
+export function nodeFromWire(wire: unknown): TreeNode {
+  if (!isRecord(wire) || typeof wire.id !== "string") bad("malformed tree node");
+  return {
+    checkpointId: wire.id,
+    checkpointNs: str(wire.ns),
+    parentId: wire.parent ? String(wire.parent) : undefined,
+    parentNs: str(wire.parent_ns),
+    source: str(wire.source),
+    step: Number(wire.step ?? 0),
+    status: str(wire.status) as NodeStatus,
+    hasError: Boolean(wire.has_error),
+    hasInterrupt: Boolean(wire.has_interrupt),
+    onLivePath: Boolean(wire.on_live_path),
+    orphan: Boolean(wire.orphan),
+  };
+}
+
+export function treeFromWire(wire: unknown): ThreadTree {
+  if (!isRecord(wire) || !Array.isArray(wire.nodes)) bad("tree answered without a nodes list");
+  return new ThreadTree(str(wire.thread_id), wire.head ? nodeFromWire(wire.head) : undefined, wire.nodes.map(nodeFromWire));
+}
+
+export function nodesFromWire(wire: unknown): TreeNode[] {
+  if (!isRecord(wire) || !Array.isArray(wire.nodes)) bad("tree query answered without a nodes list");
+  return wire.nodes.map(nodeFromWire);
+}
+
+export function branchesFromWire(wire: unknown): Branch[] {
+  if (!isRecord(wire) || !Array.isArray(wire.branches)) bad("abandoned answered without a branches list");
+  return wire.branches.map((b): Branch => {
+    if (!isRecord(b) || !Array.isArray(b.checkpoint_ids)) bad("malformed branch");
+    return {
+      checkpointIds: b.checkpoint_ids.map(String),
+      forkPoint: b.fork_point ? String(b.fork_point) : undefined,
+      fromId: b.from ? String(b.from) : undefined,
+      status: str(b.status) as NodeStatus,
+    };
+  });
+}
+
+export function contextFromWire(wire: unknown): ResumeContext {
+  if (!isRecord(wire) || typeof wire.text !== "string") bad("tree context answered without text");
+  return new ResumeContext(wire.text, str(wire.drawing));
+}
