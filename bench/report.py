@@ -154,6 +154,34 @@ def rows(r: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
             vals = {s: (gr.get(s, {}).get(str(size)) or {}).get(q) for s in SAVERS}
             if any(v is not None for v in vals.values()):
                 out.append((f"growth: {label} at {size:,} checkpoints", "ms", vals))
+    d = r.get("delta") or {}
+    if d:
+        n = d.get("turns", "?")
+        for m in d.get("marks", []):
+            out.append((f"(d) DeltaChannel chat: turn {m}", "ms", {s: (d.get(s) or {}).get(f"turn{m}_ms") for s in SAVERS}))
+        for key, unit, label in (("calls", "req", "saver calls"), ("http", "req", "HTTP requests (ours)"),
+                                 ("ddb", "req", "DynamoDB requests")):
+            for m in d.get("marks", []):
+                vals = {s: (d.get(s) or {}).get(f"turn{m}_{key}") for s in SAVERS}
+                if any(v is not None for v in vals.values()):
+                    out.append((f"(d) DeltaChannel chat: {label} per turn at turn {m}", unit, vals))
+            vals = {s: (d.get(s) or {}).get(f"{key}_max") for s in SAVERS}
+            if any(v is not None for v in vals.values()):
+                out.append((f"(d) DeltaChannel chat: {label}, the most in any turn", unit, vals))
+            vals = {s: (d.get(s) or {}).get(f"plain_{key}") for s in SAVERS}
+            if any(v is not None for v in vals.values()):
+                out.append((f"(b) plain chat: {label} per turn", unit, vals))
+
+        def hist(s: str) -> float | None:
+            h = (d.get(s) or {}).get("history")
+            return h["seconds"] * 1e3 if h and h.get("complete") else None
+
+        out.append((f"(d) get_state_history of the {n}-turn thread", "ms", {s: hist(s) for s in SAVERS}))
+        out.append((f"(d) get_state_history of the {n}-turn thread: saver calls", "req", {
+            s: ((d.get(s) or {}).get("history") or {}).get("saver_calls") for s in SAVERS}))
+        out.append((f"(d) get_state_history, snapshots per second (when not read whole in {60:.0f} s)", "ops/s", {
+            s: (h["snapshots"] / h["seconds"] if h and not h.get("complete") and h["seconds"] else None)
+            for s, h in ((s, (d.get(s) or {}).get("history")) for s in SAVERS)}))
     svc = r.get("service") or {}
     stores = {"bolt": "ours_bolt", "dynamodb": "ours_dynamo"}
     levels = [lv["conns"] for lv in (svc.get("bolt") or {}).get("levels", [])]
@@ -230,6 +258,42 @@ def targets(r: dict[str, Any]) -> list[dict[str, Any]]:
         add("embedded: graph (a) <= 1.5x PostgresSaver", a / b, 1.5, f"{a:.2f} ms vs {b:.2f} ms per superstep")
     except (KeyError, TypeError, ZeroDivisionError):
         add("embedded: graph (a) <= 1.5x PostgresSaver", None, 1.5, "")
+    d = r.get("delta") or {}
+    if d:
+        last, first = d["marks"][-1], d["marks"][0]
+        ob, od = d.get("ours_bolt") or {}, d.get("ours_dynamo") or {}
+        try:
+            a, b, p = ob[f"turn{last}_http"], ob["http_after_snapshot"], ob["plain_http"]
+            top = ob["http_max"]
+            add(f"(d) embedded: HTTP requests per turn flat (turn {last} <= just after the first snapshot)",
+                a / b, 1.0, f"{a:g} at turn {last}, {b:g} after the first snapshot, {ob[f'turn{first}_http']:g} "
+                f"at turn {first}")
+            add("(d) embedded: HTTP requests in any turn <= the plain chat's + 1", top / (p + 1), 1.0,
+                f"at most {top} vs {p:g} + 1")
+        except (KeyError, TypeError, ZeroDivisionError):
+            add("(d) embedded: HTTP requests per turn flat and <= plain + 1", None, 1.0, "")
+        try:
+            a, b = ob[f"turn{last}_ms"], (d["postgres"] or {})[f"turn{last}_ms"]
+            add(f"(d) embedded: time per turn at turn {last} <= 1.5x PostgresSaver", a / b, 1.5,
+                f"{a:.2f} ms vs {b:.2f} ms")
+        except (KeyError, TypeError, ZeroDivisionError):
+            add(f"(d) embedded: time per turn at turn {last} <= 1.5x PostgresSaver", None, 1.5, "")
+        try:
+            ha, hb = ob["history"], (d["sqlite"] or {})["history"]
+            a, b = ha["seconds"], hb["seconds"]
+            add("(d) embedded: get_state_history <= 3x SqliteSaver", a / b if ha["complete"] else None, 3.0,
+                f"{a * 1e3:.0f} ms vs {b * 1e3:.0f} ms for {ha['snapshots']} snapshots")
+        except (KeyError, TypeError, ZeroDivisionError):
+            add("(d) embedded: get_state_history <= 3x SqliteSaver", None, 3.0, "")
+        try:
+            a, b, p = od[f"turn{last}_ddb"], od["ddb_after_snapshot"], od["plain_ddb"]
+            top = od["ddb_max"]
+            add(f"(d) DynamoDB: requests per turn flat (turn {last} <= just after the first snapshot)", a / b, 1.0,
+                f"{a:g} at turn {last}, {b:g} after the first snapshot, {od[f'turn{first}_ddb']:g} at turn {first}")
+            add("(d) DynamoDB: requests in any turn <= the plain chat's + 3", top / (p + 3), 1.0,
+                f"at most {top} vs {p:g} + 3")
+        except (KeyError, TypeError, ZeroDivisionError):
+            add("(d) DynamoDB: requests per turn flat and <= plain + 3", None, 1.0, "")
     svc = (r.get("service") or {}).get("bolt") or {}
     ok = [lv for lv in svc.get("levels", []) if lv["p99_ms"] < 10 and not lv["errors"]]
     if svc.get("levels"):

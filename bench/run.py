@@ -52,12 +52,16 @@ class Plan:
     load_seconds: float
     load_warmup: float
     load_reps: int
+    delta_turns: int  # turns of the DeltaChannel chat (d)
+    delta_marks: tuple[int, ...]  # the turns reported
+    delta_reps: int
 
 
 PLANS = {
-    "quick": Plan("quick", 1, 40, 8, 3, 1, 50, (10, 100, 1000), 10, (1, 4, 16, 64), 1.0, 0.5, 1),
+    "quick": Plan("quick", 1, 40, 8, 3, 1, 50, (10, 100, 1000), 10, (1, 4, 16, 64), 1.0, 0.5, 1,
+                  70, (10, 50, 70), 1),
     "full": Plan("full", 3, 300, 40, 10, 5, 50, (10, 100, 1000, 10000), 30,
-                 (1, 2, 4, 8, 16, 32, 64), 4.0, 1.0, 3),
+                 (1, 2, 4, 8, 16, 32, 64), 4.0, 1.0, 3, 150, (10, 50, 150), 2),
 }
 
 
@@ -218,6 +222,117 @@ def bench_growth(plan: Plan, savers: dict[str, Any], run_id: str) -> dict[str, A
     return out
 
 
+# The turn of the DeltaChannel chat's first snapshot: LangGraph's default of
+# one every 100 updates, and a turn updates the channel twice (input, reply).
+SNAPSHOT_TURN = 50
+
+# Longest a history read may take before only its rate is reported: the base
+# class's walk (DynamoDBSaver) is quadratic in the thread's length.
+HISTORY_BUDGET_S = 60.0
+
+
+def at_mark(per_turn: list[float], mark: int) -> float:
+    """Median of the five turns around turn `mark` (1-based)."""
+    lo = max(0, mark - 3)
+    return wl.median(per_turn[lo:lo + 5])
+
+
+def bench_delta(plan: Plan, sv: harness.Savers, stack: harness.Stack, run_id: str) -> dict[str, Any]:
+    log(f"6. DeltaChannel chat (d): {plan.delta_turns} turns, saver calls, HTTP and DynamoDB "
+        "requests per turn, and the thread's state history")
+    savers = sv.savers
+    names = list(savers)
+    times: dict[str, list[list[float]]] = {n: [] for n in names}
+    calls: dict[str, list[tuple[int, int]]] = {}
+    history: dict[str, dict[str, float]] = {}
+    for rnd in range(plan.delta_reps):
+        for name in rotate(names, rnd):
+            s = savers[name]
+            counter = wl.CallCounter(s)
+            per_turn: list[tuple[int, int]] = []
+            try:
+                r = guarded(f"delta chat {name}", lambda: wl.delta_chat_loop(
+                    s, plan.delta_turns, f"{run_id}-{name}-{rnd}", lambda _t: per_turn.append(counter.take())))
+                if r and rnd == 0:
+                    calls[name] = per_turn
+                    counter.take()
+                    h = guarded(f"delta history {name}", lambda: wl.read_history(r[1], r[2], HISTORY_BUDGET_S))
+                    if h:
+                        h["saver_calls"], h["http_requests"] = counter.take()
+                        history[name] = h
+            finally:
+                counter.close()
+            if r:
+                times[name].append(r[0])
+        log(f"   round {rnd + 1}/{plan.delta_reps} done")
+    # The plain chat (b), counted the same way, for what a turn costs without
+    # DeltaChannel.
+    plain: dict[str, dict[str, float]] = {}
+    for name in ("ours_bolt", "ours_dynamo"):
+        counter = wl.CallCounter(savers[name])
+        per_turn = []
+        try:
+            guarded(f"plain chat counted {name}", lambda: wl.chat_loop(
+                savers[name], 12, f"{run_id}-{name}-plain-counted", lambda _t: per_turn.append(counter.take())))
+        finally:
+            counter.close()
+        if per_turn:
+            plain[name] = {"saver_calls": wl.median([c for c, _ in per_turn[2:]]),
+                           "http_requests": wl.median([h for _, h in per_turn[2:]])}
+    # DynamoDB requests per turn, through the counting proxy.
+    ddb: dict[str, Any] = {}
+    for name, saver in sv.counted.items():
+        for kind in ("delta", "plain"):
+            per: list[int] = []
+            prev: dict[str, Any] = {}
+
+            def after(_t: int) -> None:
+                nonlocal prev
+                now = stack.counts()
+                per.append(sum(n["requests"] for n in report.count_delta(prev, now).get("dynamodb", {}).values()))
+                prev = now
+
+            def run() -> Any:
+                nonlocal prev
+                prev = stack.counts()
+                if kind == "delta":
+                    return wl.delta_chat_loop(saver, plan.delta_turns, f"{run_id}-{name}-counted", after)
+                return wl.chat_loop(saver, 12, f"{run_id}-{name}-plain-ddb", after)
+
+            if guarded(f"delta DynamoDB counts {name} {kind}", run):
+                ddb.setdefault(name, {})[kind] = per
+    out: dict[str, Any] = {"turns": plan.delta_turns, "marks": list(plan.delta_marks)}
+    for name in names:
+        reps = times[name]
+        per_turn_ms = [wl.median([rep[t] * 1e3 for rep in reps]) for t in range(plan.delta_turns)] if reps else []
+        c = calls.get(name, [])
+        entry: dict[str, Any] = {"turn_ms": per_turn_ms, "history": history.get(name)}
+        series = {"calls": [x for x, _ in c], "http": [y for _, y in c] if name.startswith("ours") else []}
+        if name in ddb:
+            series["ddb"] = ddb[name].get("delta", [])
+            if ddb[name].get("plain"):
+                entry["plain_ddb"] = wl.median(ddb[name]["plain"][2:])
+        for key, per in series.items():
+            if not per:
+                continue
+            entry[f"{key}_per_turn"] = per
+            for m in plan.delta_marks:
+                entry[f"turn{m}_{key}"] = at_mark(per, m)
+            # The most any turn took (past the thread's first two), and the
+            # turns just after the first snapshot, from when every history
+            # has a seed to read.
+            entry[f"{key}_max"] = max(per[2:], default=None)
+            entry[f"{key}_after_snapshot"] = at_mark(per, SNAPSHOT_TURN + 3)
+        for m in plan.delta_marks:
+            if per_turn_ms:
+                entry[f"turn{m}_ms"] = at_mark(per_turn_ms, m)
+        if name in plain:
+            entry["plain_calls"] = plain[name]["saver_calls"]
+            entry["plain_http"] = plain[name]["http_requests"]
+        out[name] = entry
+    return out
+
+
 def bench_service(plan: Plan, stack: harness.Stack) -> dict[str, Any]:
     log("5. the service alone: Go load generator, put/get mix, "
         f"{','.join(map(str, plan.load_conns))} connections")
@@ -305,7 +420,7 @@ def versions() -> dict[str, str]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="the smaller run (make bench-quick)")
-    ap.add_argument("--only", default="ops,graphs,storage,growth,service",
+    ap.add_argument("--only", default="ops,graphs,storage,growth,delta,service",
                     help="comma-separated sections to run (default: all)")
     args = ap.parse_args()
     plan = PLANS["quick" if args.quick else "full"]
@@ -338,6 +453,8 @@ def main() -> int:
             results["storage"] = bench_storage(plan, stack, savers.counted, run_id)
         if "growth" in sections:
             results["growth"] = bench_growth(plan, savers.savers, run_id)
+        if "delta" in sections:
+            results["delta"] = bench_delta(plan, savers, stack, run_id)
         if "service" in sections:
             results["service"] = guarded("service", lambda: bench_service(plan, stack))
     finally:

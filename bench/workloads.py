@@ -1,5 +1,5 @@
 """What the benchmark measures: saver operations, real graphs, DynamoDB storage
-cost of the chat loop, and growth of a thread. Each function takes a saver
+cost of the chat loop, growth of a thread, and the DeltaChannel chat. Each function takes a saver
 (or the savers) and returns plain numbers; run.py repeats, interleaves and
 takes medians.
 """
@@ -18,9 +18,11 @@ from datetime import datetime, timezone
 from typing import Annotated, Any, TypedDict
 
 from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.channels.delta import DeltaChannel
 from langgraph.checkpoint.base import BaseCheckpointSaver, empty_checkpoint
 from langgraph.checkpoint.base.id import uuid6
 from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.graph.message import add_messages
 from langgraph.types import Send
 
 # -- data -----------------------------------------------------------------------
@@ -342,3 +344,104 @@ def growth_point(saver: BaseCheckpointSaver[Any], thread_id: str, reps: int, wit
                 break
         out[name] = median(samples) * 1e3
     return out
+
+
+# -- DeltaChannel chat (d) -----------------------------------------------------------
+
+
+def _add_all_messages(state: list[Any], writes: Any) -> list[Any]:
+    """add_messages over a batch of writes: a DeltaChannel reducer."""
+    for w in writes:
+        state = add_messages(state, w)
+    return state
+
+
+class DeltaChatState(TypedDict):
+    messages: Annotated[list[Any], DeltaChannel(_add_all_messages)]
+
+
+def delta_chat_graph(checkpointer: BaseCheckpointSaver[Any], replies: list[str]) -> Any:
+    """(d) the chat of (b) with its messages in a DeltaChannel (a snapshot every
+    100 updates, LangGraph's default): a turn stores its two messages, not the list."""
+
+    def chat(state: DeltaChatState) -> dict[str, Any]:
+        turn = sum(1 for m in state["messages"] if isinstance(m, HumanMessage))
+        return {"messages": [AIMessage(content=replies[(turn - 1) % len(replies)])]}
+
+    builder = StateGraph(DeltaChatState)
+    builder.add_node("chat", chat)
+    builder.add_edge(START, "chat")
+    builder.add_edge("chat", END)
+    return builder.compile(checkpointer=checkpointer)
+
+
+SAVER_CALLS = ("get_tuple", "list", "put", "put_writes", "get_delta_channel_history")
+
+
+class CallCounter:
+    """Counts the calls a graph makes of a saver's methods (and, for HTTPSaver,
+    its HTTP requests), by wrapping them on the instance until `close`."""
+
+    def __init__(self, saver: BaseCheckpointSaver[Any]) -> None:
+        self.saver = saver
+        self.calls = 0
+        self.http = 0
+        self._wrapped: list[tuple[Any, str]] = []
+        for name in SAVER_CALLS:
+            self._wrap(saver, name, "calls")
+        transport = getattr(saver, "_transport", None)
+        if transport is not None:
+            self._wrap(transport, "request", "http")
+
+    def _wrap(self, obj: Any, name: str, counter: str) -> None:
+        orig = getattr(obj, name)
+
+        def counted(*args: Any, **kw: Any) -> Any:
+            setattr(self, counter, getattr(self, counter) + 1)
+            return orig(*args, **kw)
+
+        setattr(obj, name, counted)
+        self._wrapped.append((obj, name))
+
+    def take(self) -> tuple[int, int]:
+        """(saver calls, HTTP requests) since the last take."""
+        out = (self.calls, self.http)
+        self.calls = self.http = 0
+        return out
+
+    def close(self) -> None:
+        for obj, name in self._wrapped:
+            delattr(obj, name)
+
+
+def delta_chat_loop(
+    saver: BaseCheckpointSaver[Any],
+    turns: int,
+    tag: str,
+    after_turn: Callable[[int], None] | None = None,
+) -> tuple[list[float], Any, dict[str, Any]]:
+    """Seconds of each turn of one DeltaChannel chat thread (invoke, durability
+    sync), with the graph and config to read it back."""
+    questions, replies = chat_prompts(turns)
+    graph = delta_chat_graph(saver, replies)
+    cfg = {"configurable": {"thread_id": f"delta-{tag}"}}
+    times = []
+    for t in range(turns):
+        t0 = time.perf_counter()
+        graph.invoke({"messages": [HumanMessage(content=questions[t])]}, cfg, durability="sync")
+        times.append(time.perf_counter() - t0)
+        if after_turn is not None:
+            after_turn(t)
+    return times, graph, cfg
+
+
+def read_history(graph: Any, cfg: dict[str, Any], budget: float) -> dict[str, float]:
+    """get_state_history of a thread, whole unless it takes over `budget`
+    seconds: then the snapshots read in that time, to tell the rate."""
+    t0 = time.perf_counter()
+    n = 0
+    for _ in graph.get_state_history(cfg):
+        n += 1
+        if time.perf_counter() - t0 > budget:
+            return {"snapshots": n, "seconds": time.perf_counter() - t0, "complete": 0}
+    return {"snapshots": n, "seconds": time.perf_counter() - t0, "complete": 1}
