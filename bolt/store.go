@@ -9,6 +9,17 @@
 // go through a group commit (commit.go): a lone write commits at once, and
 // writes arriving during a commit share the next transaction and its fsync.
 //
+// # Opening
+//
+// Open creates a store only where no file is, and then exclusively
+// (O_EXCL), so that it never initialises a file that was already there; a
+// create that fails removes its file, so that no empty file is left. A file
+// that is there must be a store: an empty one is refused (a store file is
+// never empty), and any other is verified before bbolt maps it (verify.go),
+// as bbolt faults or panics in its own goroutines on a file cut short or
+// damaged. A refused file is left as it is, and the error wraps ErrNotStore
+// and says what to do.
+//
 // # Key layout
 //
 // Five buckets hold the data. Keys are tuples of string components, each
@@ -137,8 +148,10 @@ func WithTimeout(d time.Duration) Option { return func(s *Store) { s.Timeout = d
 // WithNow sets Store.Now.
 func WithNow(now func() time.Time) Option { return func(s *Store) { s.Now = now } }
 
-// Open opens the store in the file at path, creating it and its parent
-// directories if needed.
+// Open opens the store in the file at path. Where no file is, it creates
+// one, and its parent directories; a file that is there must be a store
+// (verifyFile): an empty, cut short, damaged or foreign file is refused
+// with an error wrapping ErrNotStore, and left as it is.
 func Open(path string, opts ...Option) (*Store, error) {
 	s := &Store{path: path}
 	for _, o := range opts {
@@ -164,17 +177,21 @@ func Open(path string, opts ...Option) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return nil, fmt.Errorf("bolt: open %s: %w", path, err)
 	}
+	create, err := s.checkFile(path)
+	if err != nil {
+		return nil, err
+	}
 	// The freelist is not written at each commit (bbolt rebuilds it from the
 	// pages when it opens the file, as etcd has it): a commit writes fewer
 	// pages, about 7% faster a put (BenchmarkPutCheckpoint), and durability
 	// is unchanged, as the freelist is derived data.
+	of := openFiles{create: create}
 	db, err := bbolt.Open(path, s.FileMode, &bbolt.Options{
-		Timeout: s.Timeout, NoFreelistSync: true, FreelistType: bbolt.FreelistMapType,
+		Timeout: s.Timeout, NoFreelistSync: true, FreelistType: bbolt.FreelistMapType, OpenFile: of.open,
 	})
-	if errors.Is(err, bolterrors.ErrTimeout) {
-		return nil, fmt.Errorf("bolt: open %s: file is locked by another process: %w", path, err)
-	} else if err != nil {
-		return nil, fmt.Errorf("bolt: open %s: %w", path, err)
+	if err != nil {
+		of.undo(path)
+		return nil, openError(path, err)
 	}
 	err = db.Update(func(tx *bbolt.Tx) error {
 		for _, name := range buckets {
@@ -184,13 +201,17 @@ func Open(path string, opts ...Option) (*Store, error) {
 		}
 		return nil
 	})
+	if err == nil && of.created {
+		err = syncDir(filepath.Dir(path))
+	}
 	if err != nil {
 		db.Close()
+		of.undo(path)
 		return nil, fmt.Errorf("bolt: create buckets in %s: %w", path, err)
 	}
 	s.db = db
 	s.writes = &groupCommit{db: db, max: s.MaxBatchSize}
-	s.Logger.Info("store opened", "path", path)
+	s.Logger.Info("store opened", "path", path, "created", of.created)
 	return s, nil
 }
 
