@@ -93,6 +93,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -132,6 +133,7 @@ type Store struct {
 	path   string
 	db     *bbolt.DB
 	writes *groupCommit
+	full   atomic.Bool // a write failed for want of space, and none has succeeded since (space.go)
 }
 
 var _ saver.Store = (*Store)(nil)
@@ -224,8 +226,16 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// Ping reports whether the store answers reads, for readiness checks.
+// Ping reports whether the store answers reads, and writes as far as disk
+// space goes, for readiness checks. While the disk is full (space.go) it
+// probes for space and returns EUNAVAILABLE until there is some.
 func (s *Store) Ping(ctx context.Context) error {
+	if s.full.Load() {
+		if err := s.probeSpace(); err != nil {
+			return translate("ping", err)
+		}
+		s.noteWrite(nil)
+	}
 	return s.view(ctx, "ping", func(tx *bbolt.Tx) error {
 		for _, name := range buckets {
 			if tx.Bucket(name) == nil {
@@ -251,7 +261,9 @@ func (s *Store) update(ctx context.Context, op string, fn func(tx *bbolt.Tx) err
 	if err := ctx.Err(); err != nil {
 		return translate(op, err)
 	}
-	return translate(op, s.writes.do(fn))
+	err := s.writes.do(fn)
+	s.noteWrite(err)
+	return translate(op, err)
 }
 
 // translate gives err a code from the saver taxonomy, once, at the edge of
@@ -267,6 +279,8 @@ func translate(op string, err error) error {
 		return saver.Errorf(saver.EUNAVAILABLE, "The store is closed.")
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return fmt.Errorf("bolt: %s: %w", op, errors.Join(saver.Errorf(saver.EUNAVAILABLE, "The request ended before the store answered."), err))
+	case noSpace(err):
+		return fmt.Errorf("bolt: %s: %w", op, errors.Join(saver.Errorf(saver.EUNAVAILABLE, "The store's disk is full: nothing was written; retry once space is freed."), err))
 	}
 	return fmt.Errorf("bolt: %s: %w", op, err)
 }
