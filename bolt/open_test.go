@@ -33,12 +33,18 @@ func storeFile(tb testing.TB, n int) (data []byte, ref saver.CheckpointRef, page
 	if err != nil {
 		tb.Fatal(err)
 	}
-	ref = storetest.NewRef()
+	// Small stores are written by one writer, so that their bytes are the
+	// same from run to run (FuzzOpen's inputs are offsets into them);
+	// larger ones by parallel writers, which share commits: fewer fsyncs.
+	ref = saver.CheckpointRef{Tenant: "tenant", ThreadID: "thread"}
+	writers := 1
+	if n > 40 {
+		writers = 8
+	}
 	var wg sync.WaitGroup
-	for w := range 8 {
-		// Parallel writers share commits: fewer fsyncs.
+	for w := range writers {
 		wg.Go(func() {
-			for i := w; i < n; i += 8 {
+			for i := w; i < n; i += writers {
 				in := storetest.NewCheckpoint(ref, fmt.Sprintf("%08d", i))
 				in.Body = storetest.Typed(strings.Repeat("b", 1024))
 				storetest.SetChannel(&in, "messages", fmt.Sprint(i), strings.Repeat("m", 256))
@@ -147,6 +153,22 @@ func TestOpenRefusesWhatIsNotAStore(t *testing.T) {
 		{"BranchKeyOutOfBounds", damaged(func(b []byte) {
 			binary.NativeEndian.PutUint32(page(b, root)[16+4:], uint32(1<<20)) // ksize
 		}), "an element reaches byte"},
+		{"BranchKeyNotItsChildsFirstKey", damaged(func(b []byte) {
+			// Still between its neighbours, so in order: bbolt would not
+			// find the element again when it writes the child, and would
+			// add a second one for the same page (a page used twice).
+			e := page(b, root)[16+16:]
+			pos, ksize := binary.NativeEndian.Uint32(e[0:]), binary.NativeEndian.Uint32(e[4:])
+			key := e[pos : pos+ksize]
+			key[len(key)-1]++ // the tuple's last separator: 0x00 -> 0x01
+			key[len(key)-2]-- // its last digit
+		}), "its first key is not the one"},
+		{"BranchOfOneChild", damaged(func(b []byte) {
+			binary.NativeEndian.PutUint16(page(b, root)[10:], 1)
+		}), "has 1 children"},
+		{"EmptyKey", damaged(func(b []byte) {
+			binary.NativeEndian.PutUint32(page(b, root)[16+4:], 0)
+		}), "key 0 is empty"},
 		{"ForeignBboltFile", foreignFile(t), "not a saver store"},
 	}
 	for _, tt := range tests {

@@ -22,12 +22,13 @@ var ErrNotStore = errors.New("not a valid store")
 // down with a stack dump that no recover can catch. This walk reads with
 // ReadAt instead, and reports what it finds as an error wrapping ErrNotStore.
 //
-// It checks what bbolt relies on to walk the file: a valid meta page
-// (bbolt's rules for choosing one), pages within the file and below the
-// high-water mark, each page's header naming itself and of the expected
-// kind, each page reached once (no cycles), element offsets inside their
-// page, keys in order within and across pages, and the freelist page, if
-// the file has one. It does not read values: bbolt keeps no checksum of
+// It checks what bbolt relies on to walk and to write the file: a valid
+// meta page (bbolt's rules for choosing one), pages within the file and
+// below the high-water mark, each page's header naming itself and of the
+// expected kind, each page reached once (no cycles), element offsets inside
+// their page, keys not empty and in order within and across pages, a page's
+// first key equal to its branch element's, branches of two children or
+// more, and the freelist page, if the file has one. It does not read values: bbolt keeps no checksum of
 // them, so damage inside a value is found only by the code that decodes it.
 // The file must hold a saver store: its root holds the checkpoints bucket,
 // or nothing at all.
@@ -290,10 +291,12 @@ func (w *walker) freelist(id uint64) error {
 }
 
 // pending is a page still to visit, with the range its keys must lie in
-// (hi nil: no upper bound), and whether it belongs to the root bucket.
+// (hi nil: no upper bound), the key its branch element holds (nil for a
+// bucket's root page), and whether it belongs to the root bucket.
 type pending struct {
 	id     uint64
 	lo, hi []byte
+	first  []byte
 	from   string
 	root   bool
 }
@@ -312,8 +315,10 @@ func (w *walker) walk(rootPage uint64) (map[string]bool, error) {
 		}
 		switch p.flags {
 		case pageBranch:
-			if p.count == 0 {
-				return nil, notStore("branch page %d is empty", p.id)
+			// bbolt merges a branch of one child away (node.rebalance), and
+			// asserts that a parent has two when it rebalances a child.
+			if p.count < 2 {
+				return nil, notStore("branch page %d has %d children: the file is damaged", p.id, p.count)
 			}
 			hdr, err := w.bytes(p, pageHeaderSize, uint64(p.count)*elementSize)
 			if err != nil {
@@ -329,7 +334,7 @@ func (w *walker) walk(rootPage uint64) (map[string]bool, error) {
 				}
 				keys[i] = bytes.Clone(k)
 			}
-			if err := inOrder(p.id, keys, next.lo, next.hi); err != nil {
+			if err := inOrder(p.id, keys, next); err != nil {
 				return nil, err
 			}
 			for i := range p.count {
@@ -338,7 +343,7 @@ func (w *walker) walk(rootPage uint64) (map[string]bool, error) {
 					hi = keys[i+1]
 				}
 				child := ne.Uint64(hdr[i*elementSize+8:])
-				stack = append(stack, pending{id: child, lo: keys[i], hi: hi, from: fmt.Sprintf("branch page %d", p.id), root: next.root})
+				stack = append(stack, pending{id: child, lo: keys[i], hi: hi, first: keys[i], from: fmt.Sprintf("branch page %d", p.id), root: next.root})
 			}
 		case pageLeaf:
 			read := func(off, n uint64) ([]byte, error) { return w.bytes(p, off, n) }
@@ -418,14 +423,23 @@ func (w *walker) leaf(id uint64, count int, read func(off, n uint64) ([]byte, er
 			return err
 		}
 	}
-	return inOrder(id, keys, at.lo, at.hi)
+	return inOrder(id, keys, at)
 }
 
-// inOrder checks that the keys of page id rise strictly and lie in [lo, hi).
-func inOrder(id uint64, keys [][]byte, lo, hi []byte) error {
+// inOrder checks the keys of page id, reached as at says: none empty, rising
+// strictly, in [at.lo, at.hi), and, below a branch page, the first one
+// equal to the branch element's key, which is how bbolt finds the page's
+// element when it writes the page again (node.read, node.spill).
+func inOrder(id uint64, keys [][]byte, at pending) error {
+	if at.first != nil && (len(keys) == 0 || !bytes.Equal(keys[0], at.first)) {
+		return notStore("page %d: its first key is not the one %s holds for it: the file is damaged", id, at.from)
+	}
 	for i, k := range keys {
-		if (i == 0 && lo != nil && bytes.Compare(k, lo) < 0) || (i > 0 && bytes.Compare(keys[i-1], k) >= 0) ||
-			(hi != nil && bytes.Compare(k, hi) >= 0) {
+		if len(k) == 0 {
+			return notStore("page %d: key %d is empty: the file is damaged", id, i)
+		}
+		if (i == 0 && at.lo != nil && bytes.Compare(k, at.lo) < 0) || (i > 0 && bytes.Compare(keys[i-1], k) >= 0) ||
+			(at.hi != nil && bytes.Compare(k, at.hi) >= 0) {
 			return notStore("page %d: its keys are out of order: the file is damaged", id)
 		}
 	}
