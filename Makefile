@@ -171,8 +171,10 @@ ui-deps:
 
 # Soak: python/tests/test_kill.py at full size, 20 kill -9s under 16 concurrent
 # graph runs (and SIGTERM under that load), on the embedded store, then on
-# DynamoDB + S3 on the local AWS stack (stopped whether the tests pass or not).
-# `make test` runs the short version (5 kills, 8 runs). The figures
+# DynamoDB + S3 on the local AWS stack (stopped whether the tests pass or not),
+# with python/tests/test_scaleout.py at the same size there: three replicas on
+# one table and bucket, one of them killed 20 times. `make test` runs the short
+# versions (5 kills under 8 runs; 3 under 6 for the replicas). The figures
 # (acknowledged / recovered / lost) are printed at the end of each run and kept
 # in .cache/reliability/. About 5 minutes on 2 cores.
 SOAK_KILLS ?= 20
@@ -186,7 +188,8 @@ soak: build venv
 		SAVER_BIN=$(abspath $(BIN)) SAVER_STORE=dynamodb SAVER_INIT=true \
 		SAVER_TABLE=saver-soak-$$$$ SAVER_BUCKET=saver-soak-$$$$ \
 		SAVER_KILL_ROUNDS=$(SOAK_KILLS) SAVER_KILL_RUNS=$(SOAK_RUNS) \
-		$(PY) -m pytest -q python/tests/test_kill.py; } || rc=$$?; \
+		SAVER_SCALEOUT_KILLS=$(SOAK_KILLS) SAVER_SCALEOUT_RUNS=$(SOAK_RUNS) \
+		$(PY) -m pytest -q python/tests/test_kill.py python/tests/test_scaleout.py; } || rc=$$?; \
 	localstack/down.sh; exit $$rc
 
 # Fuzz: every `func Fuzz...` in the repository's tests, one at a time (go test

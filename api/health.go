@@ -18,11 +18,15 @@ func (s *Server) handleHealth(c echo.Context) error {
 	return respond(c, http.StatusOK, statusResponse{Status: "ok"})
 }
 
-// handleReady answers 200 only when the store's backend answers too.
+// handleReady answers 200 only when the store's backend answers too. A
+// store that says why it is unavailable (a full disk) has it in the message.
 func (s *Server) handleReady(c echo.Context) error {
 	if p, ok := s.Store.(Pinger); ok {
 		if err := p.Ping(c.Request().Context()); err != nil {
 			s.Logger.Warn("store not ready", slog.Any("error", err))
+			if saver.ErrorCode(err) == saver.EUNAVAILABLE {
+				return saver.Errorf(saver.EUNAVAILABLE, "Store is not ready: %s", saver.ErrorMessage(err))
+			}
 			return saver.Errorf(saver.EUNAVAILABLE, "Store is not ready.")
 		}
 	}

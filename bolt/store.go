@@ -9,6 +9,17 @@
 // go through a group commit (commit.go): a lone write commits at once, and
 // writes arriving during a commit share the next transaction and its fsync.
 //
+// # Opening
+//
+// Open creates a store only where no file is, and then exclusively
+// (O_EXCL), so that it never initialises a file that was already there; a
+// create that fails removes its file, so that no empty file is left. A file
+// that is there must be a store: an empty one is refused (a store file is
+// never empty), and any other is verified before bbolt maps it (verify.go),
+// as bbolt faults or panics in its own goroutines on a file cut short or
+// damaged. A refused file is left as it is, and the error wraps ErrNotStore
+// and says what to do.
+//
 // # Key layout
 //
 // Five buckets hold the data. Keys are tuples of string components, each
@@ -91,6 +102,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -133,6 +145,7 @@ type Store struct {
 	path   string
 	db     *bbolt.DB
 	writes *groupCommit
+	full   atomic.Bool // a write failed for want of space, and none has succeeded since (space.go)
 	// scanHook, when set (by tests), runs inside DeleteForRuns's scan.
 	scanHook func()
 }
@@ -151,8 +164,10 @@ func WithTimeout(d time.Duration) Option { return func(s *Store) { s.Timeout = d
 // WithNow sets Store.Now.
 func WithNow(now func() time.Time) Option { return func(s *Store) { s.Now = now } }
 
-// Open opens the store in the file at path, creating it and its parent
-// directories if needed.
+// Open opens the store in the file at path. Where no file is, it creates
+// one, and its parent directories; a file that is there must be a store
+// (verifyFile): an empty, cut short, damaged or foreign file is refused
+// with an error wrapping ErrNotStore, and left as it is.
 func Open(path string, opts ...Option) (*Store, error) {
 	s := &Store{path: path}
 	for _, o := range opts {
@@ -178,6 +193,10 @@ func Open(path string, opts ...Option) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return nil, fmt.Errorf("bolt: open %s: %w", path, err)
 	}
+	create, err := s.checkFile(path)
+	if err != nil {
+		return nil, err
+	}
 	// The freelist is not written at each commit (bbolt rebuilds it from the
 	// pages when it opens the file, as etcd has it): a commit writes fewer
 	// pages, about 7% faster a put (BenchmarkPutCheckpoint), and durability
@@ -187,14 +206,14 @@ func Open(path string, opts ...Option) (*Store, error) {
 	// write that has to grow the map waits for every read transaction open,
 	// so a long read (a listing, delete_for_runs's search) would hold up
 	// every tenant's puts. Below that size the file never needs it.
+	of := openFiles{create: create}
 	db, err := bbolt.Open(path, s.FileMode, &bbolt.Options{
-		Timeout: s.Timeout, NoFreelistSync: true, FreelistType: bbolt.FreelistMapType,
+		Timeout: s.Timeout, NoFreelistSync: true, FreelistType: bbolt.FreelistMapType, OpenFile: of.open,
 		InitialMmapSize: initialMmapSize,
 	})
-	if errors.Is(err, bolterrors.ErrTimeout) {
-		return nil, fmt.Errorf("bolt: open %s: file is locked by another process: %w", path, err)
-	} else if err != nil {
-		return nil, fmt.Errorf("bolt: open %s: %w", path, err)
+	if err != nil {
+		of.undo(path)
+		return nil, openError(path, err)
 	}
 	err = db.Update(func(tx *bbolt.Tx) error {
 		for _, name := range buckets {
@@ -204,13 +223,17 @@ func Open(path string, opts ...Option) (*Store, error) {
 		}
 		return nil
 	})
+	if err == nil && of.created {
+		err = syncDir(filepath.Dir(path))
+	}
 	if err != nil {
 		db.Close()
+		of.undo(path)
 		return nil, fmt.Errorf("bolt: create buckets in %s: %w", path, err)
 	}
 	s.db = db
 	s.writes = &groupCommit{db: db, max: s.MaxBatchSize}
-	s.Logger.Info("store opened", "path", path)
+	s.Logger.Info("store opened", "path", path, "created", of.created)
 	return s, nil
 }
 
@@ -223,8 +246,16 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// Ping reports whether the store answers reads, for readiness checks.
+// Ping reports whether the store answers reads, and writes as far as disk
+// space goes, for readiness checks. While the disk is full (space.go) it
+// probes for space and returns EUNAVAILABLE until there is some.
 func (s *Store) Ping(ctx context.Context) error {
+	if s.full.Load() {
+		if err := s.probeSpace(); err != nil {
+			return translate("ping", err)
+		}
+		s.noteWrite(nil)
+	}
 	return s.view(ctx, "ping", func(tx *bbolt.Tx) error {
 		for _, name := range buckets {
 			if tx.Bucket(name) == nil {
@@ -250,7 +281,9 @@ func (s *Store) update(ctx context.Context, op string, fn func(tx *bbolt.Tx) err
 	if err := ctx.Err(); err != nil {
 		return translate(op, err)
 	}
-	return translate(op, s.writes.do(fn))
+	err := s.writes.do(fn)
+	s.noteWrite(err)
+	return translate(op, err)
 }
 
 // translate gives err a code from the saver taxonomy, once, at the edge of
@@ -266,6 +299,8 @@ func translate(op string, err error) error {
 		return saver.Errorf(saver.EUNAVAILABLE, "The store is closed.")
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return fmt.Errorf("bolt: %s: %w", op, errors.Join(saver.Errorf(saver.EUNAVAILABLE, "The request ended before the store answered."), err))
+	case noSpace(err):
+		return fmt.Errorf("bolt: %s: %w", op, errors.Join(saver.Errorf(saver.EUNAVAILABLE, "The store's disk is full: nothing was written; retry once space is freed."), err))
 	}
 	return fmt.Errorf("bolt: %s: %w", op, err)
 }

@@ -11,6 +11,7 @@ import copy
 import json
 import operator
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -841,3 +842,56 @@ class TcpProxy:
             c.close()
         for t in threads:
             t.join(timeout=STOP_TIMEOUT)
+
+
+class SpreadProxy(TcpProxy):
+    """A TCP proxy in front of several replicas, as a load balancer is: each
+    connection goes to a replica picked at random, or to another one when
+    that one refuses it (killed, or not listening yet). A client that sends
+    `Connection: close` has every request spread. `served` counts the
+    connections each replica took."""
+
+    def __init__(self, targets: list[str], seed: int) -> None:
+        super().__init__(targets[0])
+        self.targets = []
+        for t in targets:
+            host, port = urlsplit(t).hostname, urlsplit(t).port
+            assert host and port, t
+            self.targets.append((host, port))
+        self.served: Counter[int] = Counter()
+        self._rng = random.Random(seed)
+
+    def _accept(self, ln: socket.socket) -> None:
+        while True:
+            try:
+                client, _ = ln.accept()
+            except OSError:
+                return  # switched off
+            with self._lock:
+                order = self._rng.sample(self.targets, len(self.targets))
+            for target in order:
+                try:
+                    upstream = socket.create_connection(target, timeout=5)
+                    upstream.settimeout(None)
+                    break
+                except OSError:
+                    continue
+            else:
+                client.close()
+                continue
+            with self._lock:
+                self.served[target[1]] += 1
+                self._conns |= {client, upstream}
+            threading.Thread(target=self._relay, args=(client, upstream), daemon=True).start()
+
+    def _relay(self, client: socket.socket, upstream: socket.socket) -> None:
+        """Pump both ways until either side ends, then close both: a proxy
+        that serves a connection per request must not keep them."""
+        back = threading.Thread(target=self._pump, args=(upstream, client), daemon=True)
+        back.start()
+        self._pump(client, upstream)
+        back.join()
+        with self._lock:
+            self._conns -= {client, upstream}
+        client.close()
+        upstream.close()

@@ -1,0 +1,131 @@
+package bolt_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/saver-dev/saver"
+	"github.com/saver-dev/saver/bolt"
+	"github.com/saver-dev/saver/faults/smallfs"
+	"github.com/saver-dev/saver/storetest"
+)
+
+// TestDiskFull fills the file system under a store: writes fail with
+// EUNAVAILABLE, Ping reports the store not ready, nothing half-written
+// shows; once space is freed Ping is ready again without a write, writes
+// succeed, and everything acknowledged before, during and after is there,
+// also after reopening the file. Before, a full disk was an internal
+// error and Ping stayed ready.
+func TestDiskFull(t *testing.T) {
+	smallfs.Run(t, 8<<20, func(t *testing.T, dir string) {
+		path := filepath.Join(dir, "saver.db")
+		s, err := bolt.Open(path, quiet)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref := storetest.NewRef()
+		var acked []saver.PutCheckpoint
+		put := func(i int) error {
+			in := storetest.NewCheckpoint(ref, fmt.Sprintf("%08d", i))
+			// Each put needs new pages: a 64 KiB blob of its own.
+			storetest.SetChannel(&in, "messages", fmt.Sprint(i), strings.Repeat(fmt.Sprint(i%10), 64<<10))
+			err := s.PutCheckpoint(t.Context(), in)
+			if err == nil {
+				acked = append(acked, in)
+			}
+			return err
+		}
+		for i := range 10 {
+			if err := put(i); err != nil {
+				t.Fatal(err)
+			}
+		}
+
+		free := smallfs.Fill(t, dir)
+		// The file has free pages of its own, so a few puts may still fit.
+		var full error
+		i := 10
+		for ; i < 200 && full == nil; i++ {
+			full = put(i)
+		}
+		if full == nil {
+			t.Fatal("200 puts of 64 KiB fitted on a full disk")
+		}
+		if got := saver.ErrorCode(full); got != saver.EUNAVAILABLE {
+			t.Fatalf("put on a full disk: code %q (%v), want %q", got, full, saver.EUNAVAILABLE)
+		}
+		if msg := saver.ErrorMessage(full); !strings.Contains(msg, "disk is full") {
+			t.Fatalf("put on a full disk: message %q", msg)
+		}
+		failed := i - 1
+		storetest.MustNotFind(t, s, storetest.At(ref, fmt.Sprintf("%08d", failed)))
+		for range 3 {
+			if err := s.Ping(t.Context()); saver.ErrorCode(err) != saver.EUNAVAILABLE {
+				t.Fatalf("Ping on a full disk: %v", err)
+			}
+		}
+		// Reads go on.
+		mustHold(t, s, ref, acked)
+
+		free()
+		if err := s.Ping(t.Context()); err != nil {
+			t.Fatalf("Ping after space was freed: %v", err)
+		}
+		if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+			t.Fatalf("files left in the store's directory: %v", entries)
+		}
+		for j := failed; j < failed+5; j++ {
+			if err := put(j); err != nil {
+				t.Fatalf("put after space was freed: %v", err)
+			}
+		}
+		mustHold(t, s, ref, acked)
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		s = MustOpen(t, path)
+		mustHold(t, s, ref, acked)
+	})
+}
+
+// TestDiskFullAtCreate creates a store on a full disk: Open fails with the
+// reason and leaves no file behind (an empty file would be refused at the
+// next start), and creates the store once there is space.
+func TestDiskFullAtCreate(t *testing.T) {
+	smallfs.Run(t, 1<<20, func(t *testing.T, dir string) {
+		free := smallfs.Fill(t, dir)
+		path := filepath.Join(dir, "saver.db")
+		_, err := bolt.Open(path, quiet)
+		if err == nil || !strings.Contains(err.Error(), "no space left on device") {
+			t.Fatalf("Open on a full disk: %v", err)
+		}
+		if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("Open on a full disk left a file: %v", err)
+		}
+		free()
+		s := MustOpen(t, path)
+		storetest.MustPutCheckpoint(t, s, storetest.NewCheckpoint(storetest.NewRef(), "1"))
+	})
+}
+
+// mustHold checks that s holds each checkpoint put, with its value.
+func mustHold(t *testing.T, s *bolt.Store, ref saver.CheckpointRef, puts []saver.PutCheckpoint) {
+	t.Helper()
+	for _, in := range puts {
+		got := storetest.MustGetTuple(t, s, in.CheckpointRef)
+		if len(got.Values) != 1 || string(got.Values[0].Value.Data) != string(in.Blobs[0].Value.Data) {
+			t.Fatalf("checkpoint %s: blobs differ", in.ID)
+		}
+	}
+	page, err := s.ListCheckpoints(t.Context(), saver.ListFilter{Tenant: ref.Tenant, ThreadID: ref.ThreadID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page) != len(puts) {
+		t.Fatalf("listed %d checkpoints, %d acknowledged", len(page), len(puts))
+	}
+}
