@@ -117,8 +117,8 @@ func (s *Server) handleFail(c echo.Context) error {
 }
 
 func validKeyToken(key, token string) error {
-	if key == "" || len(key) > saver.MaxIDBytes {
-		return saver.Errorf(saver.EINVALID, "key is required and at most %d bytes.", saver.MaxIDBytes)
+	if err := saver.ValidateID("key", key); err != nil {
+		return err
 	}
 	if token == "" || len(token) > saver.MaxIDBytes {
 		return saver.Errorf(saver.EINVALID, "token is required: pass the token of the granted claim.")
