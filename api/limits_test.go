@@ -63,3 +63,39 @@ func TestCheckpointIDKeyLength(t *testing.T) {
 		})
 	}
 }
+
+// TestClaimDurationsOutOfRange: lease_ms=288230376151712504 (2^58 + 1000) was
+// multiplied into a time.Duration, wrapped around and granted as a
+// one-second lease. Durations out of range are refused before the ledger
+// sees them, whatever the codec.
+func TestClaimDurationsOutOfRange(t *testing.T) {
+	tests := []struct {
+		name, ctype string
+		body        []byte
+	}{
+		{"LeaseWrapsToOneSecond", "application/json", []byte(`{"key":"k","lease_ms":288230376151712504}`)},
+		{"LeaseMaxInt64", "application/json", []byte(`{"key":"k","lease_ms":9223372036854775807}`)},
+		{"LeaseOverAnHour", "application/json", []byte(`{"key":"k","lease_ms":3600001}`)},
+		{"LeaseZero", "application/json", []byte(`{"key":"k","lease_ms":0}`)},
+		{"LeaseNegative", "application/json", []byte(`{"key":"k","lease_ms":-1000}`)},
+		{"TTLWrapsToOneDay", "application/json", []byte(`{"key":"k","ttl_ms":288230376238111744}`)},
+		{"TTLNegative", "application/json", []byte(`{"key":"k","ttl_ms":-1}`)},
+		{"LeaseUint64Msgpack", "application/msgpack", mpMap("key", "k", "lease_ms", raw{0xcf, 0x04, 0, 0, 0, 0, 0, 0x03, 0xe8})},
+		{"LeaseHugeUint64Msgpack", "application/msgpack", mpMap("key", "k", "lease_ms", raw{0xcf, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff})},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := MustServer(t, &mock.Store{ClaimFn: func(_ context.Context, in saver.ClaimRequest) (*saver.Claim, error) {
+				t.Errorf("claim reached the ledger with lease %s, ttl %s", in.Lease, in.TTL)
+				return &saver.Claim{Key: in.Key, State: saver.ClaimClaimed, Token: "t", Attempt: 1}, nil
+			}})
+			rec := do(t, s, "POST", "/v1/idempotency/claim", tt.ctype, tt.body)
+			if got, want := rec.Code, 400; got != want {
+				t.Fatalf("Code=%d, want %d (body %s)", got, want, rec.Body)
+			}
+			if got, want := errorCode(t, rec), saver.EINVALID; got != want {
+				t.Fatalf("code=%q, want %q", got, want)
+			}
+		})
+	}
+}
