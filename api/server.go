@@ -177,6 +177,7 @@ func (s *Server) newEcho() *echo.Echo {
 		},
 	}))
 	e.Use(s.limitBody)
+	e.Use(s.strictQuery)
 	e.Use(middleware.ContextTimeout(s.RequestTimeout))
 
 	// Probes stay open so that load balancers need no key.
