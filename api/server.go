@@ -32,8 +32,9 @@ type Pinger interface {
 	Ping(ctx context.Context) error
 }
 
-// Observer receives what the API observes, for metrics. Route is the route
-// pattern, never the raw path, so no id becomes a label.
+// Observer receives what the API observes, for metrics. Route is the pattern
+// of a route the server serves, never the raw path, so no id becomes a label,
+// or "unmatched"; method is one the server's routes answer, or "other".
 type Observer interface {
 	ObserveRequest(route, method string, status int, d time.Duration, in, out int64)
 	ObserveClaim(outcome string)
@@ -76,8 +77,35 @@ type Server struct {
 	Keys *Keys
 
 	echo   *echo.Echo
+	labels routeLabels
 	server *http.Server
 	ln     net.Listener
+}
+
+// routeLabels are the routes and methods the server serves: the only values
+// the Observer is given, since a client can send any path and any method
+// token, and each distinct value would be a new metrics series.
+type routeLabels struct{ routes, methods map[string]bool }
+
+func newRouteLabels(routes []*echo.Route) routeLabels {
+	l := routeLabels{routes: map[string]bool{}, methods: map[string]bool{http.MethodHead: true, http.MethodOptions: true}}
+	for _, r := range routes {
+		if r.Method == echo.RouteNotFound {
+			continue // a group's catch-all, not a route
+		}
+		l.routes[r.Path], l.methods[r.Method] = true, true
+	}
+	return l
+}
+
+func (l routeLabels) of(route, method string) (string, string) {
+	if !l.routes[route] {
+		route = "unmatched"
+	}
+	if !l.methods[method] {
+		method = "other"
+	}
+	return route, method
 }
 
 // NewServer returns a server for store with default limits.
@@ -147,13 +175,10 @@ func (s *Server) newEcho() *echo.Echo {
 		LogContentLength: true,
 		LogResponseSize:  true,
 		LogValuesFunc: func(c echo.Context, v middleware.RequestLoggerValues) error {
+			route, method := s.labels.of(v.RoutePath, v.Method)
 			if s.Observer != nil {
-				route := v.RoutePath
-				if route == "" {
-					route = "unmatched"
-				}
 				in, _ := strconv.ParseInt(v.ContentLength, 10, 64)
-				s.Observer.ObserveRequest(route, v.Method, v.Status, v.Latency, in, v.ResponseSize)
+				s.Observer.ObserveRequest(route, method, v.Status, v.Latency, in, v.ResponseSize)
 			}
 			level := slog.LevelDebug
 			if v.Status >= 500 {
@@ -161,8 +186,8 @@ func (s *Server) newEcho() *echo.Echo {
 			}
 			s.Logger.LogAttrs(c.Request().Context(), level, "request",
 				slog.String(saver.LogKeyRequestID, v.RequestID),
-				slog.String("method", v.Method),
-				slog.String("route", v.RoutePath),
+				slog.String("method", method),
+				slog.String("route", route),
 				slog.Int("status", v.Status),
 				slog.Duration("latency", v.Latency))
 			return nil
@@ -204,6 +229,7 @@ func (s *Server) newEcho() *echo.Echo {
 	if s.Expirer != nil {
 		v1.POST("/threads/:thread_id/checkpoints/pin", s.handleCheckpointPin)
 	}
+	s.labels = newRouteLabels(e.Routes())
 	return e
 }
 
