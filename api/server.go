@@ -163,6 +163,7 @@ func (s *Server) newEcho() *echo.Echo {
 			return next(c)
 		}
 	})
+	e.Pre(headAsGet)
 	e.Use(middleware.RequestID())
 	e.Use(middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{
 		HandleError:      true,
@@ -175,6 +176,9 @@ func (s *Server) newEcho() *echo.Echo {
 		LogContentLength: true,
 		LogResponseSize:  true,
 		LogValuesFunc: func(c echo.Context, v middleware.RequestLoggerValues) error {
+			if c.Get(ctxKeyHead) != nil {
+				v.Method = http.MethodHead
+			}
 			route, method := s.labels.of(v.RoutePath, v.Method)
 			if s.Observer != nil {
 				in, _ := strconv.ParseInt(v.ContentLength, 10, 64)
