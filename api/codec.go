@@ -8,8 +8,10 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"os"
 	"reflect"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/vmihailenco/msgpack/v5"
@@ -49,6 +51,18 @@ func bind(c echo.Context, v any) error {
 		return err
 	}
 	body, err := io.ReadAll(req.Body)
+	if d, ok := c.Get(ctxKeyBodyTimeout).(time.Duration); ok {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return echo.NewHTTPError(http.StatusRequestTimeout, fmt.Sprintf("Request body did not arrive within %s.", d))
+		}
+		if err == nil {
+			// The body is in: the deadline must not cut the connection's
+			// background read, which cancels the request, during store work.
+			if err := http.NewResponseController(c.Response()).SetReadDeadline(time.Time{}); err != nil {
+				return fmt.Errorf("api: lift body deadline: %w", err)
+			}
+		}
+	}
 	if err != nil {
 		var maxErr *http.MaxBytesError
 		if errors.As(err, &maxErr) {
