@@ -158,6 +158,7 @@ func NewServer(store saver.Store, logger *slog.Logger) *Server {
 func (s *Server) Handler() http.Handler {
 	if s.echo == nil {
 		s.echo = s.newEcho()
+		s.labels = newRouteLabels(s.echo.Routes()) // every route, wherever registered
 	}
 	return s.echo
 }
@@ -258,7 +259,6 @@ func (s *Server) newEcho() *echo.Echo {
 	if s.Expirer != nil {
 		v1.POST("/threads/:thread_id/checkpoints/pin", s.handleCheckpointPin)
 	}
-	s.labels = newRouteLabels(e.Routes())
 	return e
 }
 
