@@ -4,76 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strconv"
-	"strings"
-	"unicode/utf8"
 )
-
-// maxNesting bounds how deep arrays and maps nest in a body, in both codecs:
-// far above what LangGraph sends (metadata holds at most 32 levels, and a
-// request wraps it in two), and low enough that no decoder's recursion can
-// exhaust a stack.
-const maxNesting = 64
-
-// scanError is a problem a body scanner found: what, at which byte, and
-// where in the body's structure (field names and indices, outermost first).
-type scanError struct {
-	msg  string
-	off  int
-	path []string
-	// tooLarge: the body is well formed but would decode to more than its
-	// budget (decodeBudget).
-	tooLarge bool
-}
-
-// decodeBudget is the most a body of n bytes may take once decoded: a body's
-// elements can decode to many times their encoded size (a one-byte nil to a
-// 96-byte saver.Write), so a 4 MB body of them once cost 777 MB.
-func decodeBudget(n int) int { return 64<<20 + 2*n }
-
-// budget counts the decoded size of a body as a scanner walks it.
-type budget struct{ spent, limit int }
-
-// spend adds n bytes and reports the overrun as a scanError at off.
-func (b *budget) spend(n, off int) error {
-	b.spent += n
-	if b.spent > b.limit {
-		return &scanError{msg: fmt.Sprintf("would take over %d MB once decoded", b.limit>>20), off: off, tooLarge: true}
-	}
-	return nil
-}
-
-func (e *scanError) Error() string {
-	if len(e.path) == 0 {
-		return fmt.Sprintf("%s at byte %d", e.msg, e.off)
-	}
-	var b strings.Builder
-	for i, p := range e.path {
-		if i == 16 { // a path as deep as the nesting limit says no more
-			b.WriteString("…")
-			break
-		}
-		if i > 0 && !strings.HasPrefix(p, "[") {
-			b.WriteByte('.')
-		}
-		b.WriteString(p)
-	}
-	return fmt.Sprintf("%s at %s (byte %d)", e.msg, b.String(), e.off)
-}
-
-// in prefixes err's path with seg as the error leaves a container. Long keys
-// are cut: the message echoes what the caller sent.
-func in(err error, seg string) error {
-	if n := 64; len(seg) > n {
-		for n > 0 && !utf8.RuneStart(seg[n]) {
-			n--
-		}
-		seg = seg[:n] + "…"
-	}
-	if se, ok := err.(*scanError); ok {
-		se.path = append([]string{seg}, se.path...)
-	}
-	return err
-}
 
 // scanMsgpack checks that b is one msgpack value of shape s, without
 // decoding it: every length header fits in the bytes that follow (an array
@@ -331,47 +262,6 @@ func (sc *mpScanner) key(depth int) (string, bool, error) {
 		return "", false, err
 	}
 	return string(sc.b[start:sc.i]), false, nil
-}
-
-// keySet finds a map key given twice: by comparison while a map has few
-// keys, as most have, by a set beyond that. It grows with the keys actually
-// read, never by a header's count.
-type keySet struct {
-	few  []mapKey
-	many map[mapKey]struct{}
-}
-
-// mapKey is a key's text and whether it was a string, so that the string
-// "\x01" and the integer 1 stay apart.
-type mapKey struct {
-	s     string
-	isStr bool
-}
-
-// add records a key and reports whether it was already there.
-func (k *keySet) add(s string, isStr bool) bool {
-	key := mapKey{s, isStr}
-	if k.many != nil {
-		if _, dup := k.many[key]; dup {
-			return true
-		}
-		k.many[key] = struct{}{}
-		return false
-	}
-	for _, seen := range k.few {
-		if seen == key {
-			return true
-		}
-	}
-	k.few = append(k.few, key)
-	if len(k.few) > 16 {
-		k.many = make(map[mapKey]struct{}, 2*len(k.few))
-		for _, seen := range k.few {
-			k.many[seen] = struct{}{}
-		}
-		k.few = nil
-	}
-	return false
 }
 
 func (k shapeKind) wire() string {
