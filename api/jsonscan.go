@@ -218,11 +218,13 @@ func (sc *jsScanner) object(s *shape, depth int) error {
 		if err != nil {
 			return err
 		}
-		key := string(raw)
+		key := raw
 		if escaped {
-			if err := json.Unmarshal(sc.b[at:sc.i], &key); err != nil {
+			var k string
+			if err := json.Unmarshal(sc.b[at:sc.i], &k); err != nil {
 				return &scanError{msg: "malformed key", off: at}
 			}
+			key = []byte(k)
 		}
 		var entry int
 		switch s.kind {
@@ -240,7 +242,7 @@ func (sc *jsScanner) object(s *shape, depth int) error {
 		elem := anyShape
 		switch s.kind {
 		case shapeStruct:
-			f, ok := s.fields[key]
+			f, ok := s.fields[string(key)]
 			if !ok {
 				return &scanError{msg: fmt.Sprintf("unknown field %.64q (names are case-sensitive)", key), off: at}
 			}
@@ -255,7 +257,7 @@ func (sc *jsScanner) object(s *shape, depth int) error {
 		sc.i++
 		sc.space()
 		if err := sc.value(elem, depth+1); err != nil {
-			return in(err, key)
+			return in(err, string(key))
 		}
 		sc.space()
 		if sc.i >= len(sc.b) {

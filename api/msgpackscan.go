@@ -200,7 +200,7 @@ func (sc *mpScanner) mapping(s *shape, n, depth, start int) (err error) {
 	if err != nil {
 		return err
 	}
-	var keys keySet
+	keys := newKeySet(n)
 	for j := 0; j < n; j++ {
 		key, isStr, err := sc.key(depth)
 		if err != nil {
@@ -215,7 +215,7 @@ func (sc *mpScanner) mapping(s *shape, n, depth, start int) (err error) {
 		elem := anyShape
 		switch s.kind {
 		case shapeStruct:
-			f, ok := s.fields[key]
+			f, ok := s.fields[string(key)]
 			if !ok {
 				return sc.fail("unknown field %.64q", key)
 			}
@@ -224,7 +224,7 @@ func (sc *mpScanner) mapping(s *shape, n, depth, start int) (err error) {
 			elem = s.elem
 		}
 		if err := sc.value(elem, depth+1); err != nil {
-			return in(err, key)
+			return in(err, string(key))
 		}
 	}
 	return nil
@@ -233,7 +233,7 @@ func (sc *mpScanner) mapping(s *shape, n, depth, start int) (err error) {
 // key scans a map key. A string key comes back as its text, whatever its
 // encoding (fixstr or str 8/16/32), so "a" written two ways is one key; any
 // other key as its encoded bytes.
-func (sc *mpScanner) key(depth int) (string, bool, error) {
+func (sc *mpScanner) key(depth int) ([]byte, bool, error) {
 	start := sc.i
 	if sc.rest() >= 1 {
 		c := sc.b[sc.i]
@@ -245,7 +245,7 @@ func (sc *mpScanner) key(depth int) (string, bool, error) {
 			sc.i++
 			l, err := sc.uint(1 << (c - 0xd9))
 			if err != nil {
-				return "", false, err
+				return nil, false, err
 			}
 			sc.i = start
 			n, hdr = l, 1+1<<(c-0xd9)
@@ -253,15 +253,15 @@ func (sc *mpScanner) key(depth int) (string, bool, error) {
 		if hdr > 0 {
 			sc.i += hdr
 			if err := sc.skip(n, "string"); err != nil {
-				return "", false, err
+				return nil, false, err
 			}
-			return string(sc.b[start+hdr : sc.i]), true, nil
+			return sc.b[start+hdr : sc.i], true, nil
 		}
 	}
 	if err := sc.value(anyShape, depth+1); err != nil {
-		return "", false, err
+		return nil, false, err
 	}
-	return string(sc.b[start:sc.i]), false, nil
+	return sc.b[start:sc.i], false, nil
 }
 
 func (k shapeKind) wire() string {

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -78,24 +79,35 @@ func in(err error, seg string) error {
 }
 
 // keySet finds a map key given twice: by comparison while a map has few
-// keys, as most have, by a set beyond that. It grows with the keys actually
-// read, never by a header's count.
+// keys, as most have, by a set beyond that. It holds the keys as slices of
+// the body and grows with the keys actually read, never past fewKeys by a
+// header's count.
 type keySet struct {
-	few  []mapKey
+	few  []bodyKey
 	many map[mapKey]struct{}
 }
 
-// mapKey is a key's text and whether it was a string, so that the string
-// "\x01" and the integer 1 stay apart.
+// bodyKey is a key's text in the body and whether it was a string, so that
+// the string "\x01" and the integer 1 stay apart.
+type bodyKey struct {
+	b     []byte
+	isStr bool
+}
+
 type mapKey struct {
 	s     string
 	isStr bool
 }
 
+const fewKeys = 32
+
+// newKeySet returns a set for a map whose header claims n keys.
+func newKeySet(n int) keySet { return keySet{few: make([]bodyKey, 0, min(n, fewKeys))} }
+
 // add records a key and reports whether it was already there.
-func (k *keySet) add(s string, isStr bool) bool {
-	key := mapKey{s, isStr}
+func (k *keySet) add(b []byte, isStr bool) bool {
 	if k.many != nil {
+		key := mapKey{string(b), isStr}
 		if _, dup := k.many[key]; dup {
 			return true
 		}
@@ -103,15 +115,15 @@ func (k *keySet) add(s string, isStr bool) bool {
 		return false
 	}
 	for _, seen := range k.few {
-		if seen == key {
+		if seen.isStr == isStr && bytes.Equal(seen.b, b) {
 			return true
 		}
 	}
-	k.few = append(k.few, key)
-	if len(k.few) > 16 {
+	k.few = append(k.few, bodyKey{b, isStr})
+	if len(k.few) > fewKeys {
 		k.many = make(map[mapKey]struct{}, 2*len(k.few))
 		for _, seen := range k.few {
-			k.many[seen] = struct{}{}
+			k.many[mapKey{string(seen.b), seen.isStr}] = struct{}{}
 		}
 		k.few = nil
 	}
