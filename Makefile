@@ -197,7 +197,13 @@ soak: build venv
 # written by go test to the package's testdata/fuzz/<Target>/, the seed corpus
 # that plain `go test` runs from then on: commit it with the fix. The target
 # lists such new files and fails if any target failed.
+# Each target runs under a memory limit: FUZZMEM kilobytes of address space per
+# process (ulimit -v), with the Go heap's soft limit at half of it, so that an
+# input which makes the code allocate without bound kills its fuzz worker,
+# which go test reports as a failure with the input saved, instead of taking
+# the machine with it.
 FUZZTIME ?= 30s
+FUZZMEM  ?= 4194304
 
 .PHONY: fuzz
 fuzz:
@@ -206,8 +212,9 @@ fuzz:
 		'^func Fuzz[A-Za-z0-9_]*(' * | sed -E 's|^(.*)/[^/]*_test\.go:[0-9]+:func (Fuzz[A-Za-z0-9_]*)\(.*|./\1 \2|' | sort -u); \
 	test -n "$$targets" || { echo "no fuzz targets found"; exit 1; }; \
 	echo "$$targets" | while read -r dir name; do \
-		echo "== $$name ($$dir), $(FUZZTIME)"; \
-		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) "$$dir" || echo "$$dir $$name" >>"$$marker.failed"; \
+		echo "== $$name ($$dir), $(FUZZTIME), $(FUZZMEM) KB"; \
+		( ulimit -v $(FUZZMEM) && GOMEMLIMIT=$$(( $(FUZZMEM) / 2 ))KiB \
+			exec $(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) "$$dir" ) || echo "$$dir $$name" >>"$$marker.failed"; \
 	done; \
 	new=$$(find . -path ./.cache -prune -o -path '*/testdata/fuzz/*' -type f -newer "$$marker" -print); \
 	if [ -n "$$new" ]; then echo "new failing inputs, now in the seed corpus:"; echo "$$new"; fi; \

@@ -4,13 +4,34 @@ import (
 	"unicode/utf8"
 )
 
-// Limits on identifiers, in bytes. They keep every key well inside the
-// DynamoDB sort-key limit (1,024 bytes) after escaping.
+// Limits on identifiers, in bytes.
 const (
 	MaxIDBytes      = 256 // thread, checkpoint and task ids, channel names, versions
 	MaxNSBytes      = 512 // checkpoint namespaces, which nest subgraph names
 	MaxTaskPathSize = 1024
+	// MaxIDKeyBytes bounds a checkpoint id's KeyBytes. Stores keep checkpoint
+	// ids whole in ordered keys, since their order is the listing order
+	// (other ids and names may be hashed there); with this bound every
+	// DynamoDB sort key stays within its 1,024 bytes (dynamo.TestKeyLengths).
+	MaxIDKeyBytes = 512
 )
+
+// keyEscaped is the largest byte that an ordered store key writes as three
+// bytes (dynamo/key.go escapes it and every byte below it as "#" and two hex
+// digits, so that no id can hold a key's separator).
+const keyEscaped = '#'
+
+// KeyBytes is the length of s in an ordered store key: each byte from 0x00 to
+// 0x23 (controls, space, !, ", #) takes three bytes, any other byte one.
+func KeyBytes(s string) int {
+	n := len(s)
+	for i := 0; i < len(s); i++ {
+		if s[i] <= keyEscaped {
+			n += 2
+		}
+	}
+	return n
+}
 
 func validID(field, v string, required bool, max int) error {
 	switch {
@@ -24,18 +45,39 @@ func validID(field, v string, required bool, max int) error {
 	return nil
 }
 
+// ValidateID checks an id of another kind (a run id, an idempotency key),
+// named field in errors: required, UTF-8, at most MaxIDBytes.
+func ValidateID(field, id string) error { return validID(field, id, true, MaxIDBytes) }
+
 // ValidateThreadID checks a thread id: required, UTF-8, at most MaxIDBytes.
 func ValidateThreadID(id string) error { return validID("thread_id", id, true, MaxIDBytes) }
+
+// ValidateCheckpointID checks a checkpoint id, or anything compared with one
+// (a parent, an expected head, a listing bound), named field in errors:
+// UTF-8, at most MaxIDBytes, and at most MaxIDKeyBytes as a store key holds
+// it. An empty id passes: whether one is required is the caller's rule.
+func ValidateCheckpointID(field, id string) error {
+	if err := validID(field, id, false, MaxIDBytes); err != nil {
+		return err
+	}
+	if n := KeyBytes(id); n > MaxIDKeyBytes {
+		return Errorf(EINVALID, "%s takes %d bytes in a store key (each control character, space, !, \" or # takes three); the limit is %d.", field, n, MaxIDKeyBytes)
+	}
+	return nil
+}
+
+// ValidateNS checks a checkpoint namespace: UTF-8, at most MaxNSBytes.
+func ValidateNS(ns string) error { return validID("checkpoint_ns", ns, false, MaxNSBytes) }
 
 // Validate checks a reference's fields; the checkpoint id may be empty.
 func (r CheckpointRef) Validate() error {
 	if err := ValidateThreadID(r.ThreadID); err != nil {
 		return err
 	}
-	if err := validID("checkpoint_ns", r.NS, false, MaxNSBytes); err != nil {
+	if err := ValidateNS(r.NS); err != nil {
 		return err
 	}
-	return validID("checkpoint_id", r.ID, false, MaxIDBytes)
+	return ValidateCheckpointID("checkpoint_id", r.ID)
 }
 
 // Validate checks a put before it reaches a store.
@@ -46,11 +88,11 @@ func (in *PutCheckpoint) Validate() error {
 	if in.ID == "" {
 		return Errorf(EINVALID, "checkpoint_id is required.")
 	}
-	if err := validID("parent_checkpoint_id", in.ParentID, false, MaxIDBytes); err != nil {
+	if err := ValidateCheckpointID("parent_checkpoint_id", in.ParentID); err != nil {
 		return err
 	}
 	if in.ExpectHead != nil {
-		if err := validID("expected_head", *in.ExpectHead, false, MaxIDBytes); err != nil {
+		if err := ValidateCheckpointID("expected_head", *in.ExpectHead); err != nil {
 			return err
 		}
 	}
@@ -130,6 +172,30 @@ func (in *PutWrites) Validate() error {
 func (f *ListFilter) Validate() error {
 	if f.ThreadID != "" {
 		if err := ValidateThreadID(f.ThreadID); err != nil {
+			return err
+		}
+	}
+	if f.NS != nil {
+		if err := ValidateNS(*f.NS); err != nil {
+			return err
+		}
+	}
+	if err := ValidateCheckpointID("checkpoint_id", f.CheckpointID); err != nil {
+		return err
+	}
+	if err := ValidateCheckpointID("before", f.Before); err != nil {
+		return err
+	}
+	if p := f.After; p != nil {
+		// A cursor comes back from the client; its position is checked as
+		// the ids it stands for would be.
+		if err := validID("cursor thread_id", p.ThreadID, false, MaxIDBytes); err != nil {
+			return err
+		}
+		if err := validID("cursor checkpoint_ns", p.NS, false, MaxNSBytes); err != nil {
+			return err
+		}
+		if err := ValidateCheckpointID("cursor checkpoint_id", p.ID); err != nil {
 			return err
 		}
 	}

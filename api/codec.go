@@ -8,7 +8,10 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"os"
+	"reflect"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/vmihailenco/msgpack/v5"
@@ -36,11 +39,30 @@ func isMsgpack(mt string) bool {
 	return mt == mimeMsgpack || mt == "application/x-msgpack" || mt == "application/vnd.msgpack"
 }
 
-// bind decodes the request body into v, strictly: unknown fields, trailing
-// bytes and type mismatches are EINVALID with a message naming the problem.
+// bind decodes the request body into v, strictly: unknown fields, field
+// names in another case, keys given twice, trailing bytes and type mismatches
+// are EINVALID with a message naming the problem. The body is scanned first
+// (msgpackscan.go, jsonscan.go), so that no decoder allocates more than the
+// body can hold or nests deeper than maxNesting.
 func bind(c echo.Context, v any) error {
 	req := c.Request()
+	codec, err := requestCodec(req.Header)
+	if err != nil {
+		return err
+	}
 	body, err := io.ReadAll(req.Body)
+	if d, ok := c.Get(ctxKeyBodyTimeout).(time.Duration); ok {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return echo.NewHTTPError(http.StatusRequestTimeout, fmt.Sprintf("Request body did not arrive within %s.", d))
+		}
+		if err == nil {
+			// The body is in: the deadline must not cut the connection's
+			// background read, which cancels the request, during store work.
+			if err := http.NewResponseController(c.Response()).SetReadDeadline(time.Time{}); err != nil {
+				return fmt.Errorf("api: lift body deadline: %w", err)
+			}
+		}
+	}
 	if err != nil {
 		var maxErr *http.MaxBytesError
 		if errors.As(err, &maxErr) {
@@ -55,30 +77,68 @@ func bind(c echo.Context, v any) error {
 	if len(body) == 0 {
 		return saver.Errorf(saver.EINVALID, "Request body is empty.")
 	}
-	switch mt := mediaType(req.Header.Get(echo.HeaderContentType)); {
-	case isMsgpack(mt):
+	if codec == mimeMsgpack {
 		return decodeMsgpack(body, v)
-	case mt == mimeJSON || mt == "":
-		return decodeJSON(body, v)
-	default:
-		return echo.NewHTTPError(http.StatusUnsupportedMediaType,
-			fmt.Sprintf("Content-Type %q is not supported; send %s or %s.", mt, mimeMsgpack, mimeJSON))
 	}
+	return decodeJSON(body, v)
+}
+
+// requestCodec tells which decoder a body's Content-Type asks for: msgpack,
+// or JSON, also when the header is absent (curl). A header that does not
+// parse, names another type or a charset other than UTF-8 is 415.
+func requestCodec(h http.Header) (string, error) {
+	vs := h.Values(echo.HeaderContentType)
+	if len(vs) == 0 {
+		return mimeJSON, nil
+	}
+	unsupported := func(format string, args ...any) error {
+		return echo.NewHTTPError(http.StatusUnsupportedMediaType, fmt.Sprintf(format, args...)+
+			fmt.Sprintf(" Send %s or %s.", mimeMsgpack, mimeJSON))
+	}
+	if len(vs) > 1 {
+		return "", unsupported("%d Content-Type headers; give one.", len(vs))
+	}
+	mt, params, err := mime.ParseMediaType(vs[0])
+	if err != nil {
+		return "", unsupported("Content-Type %.100q does not parse: %v.", vs[0], err)
+	}
+	switch {
+	case isMsgpack(mt):
+		return mimeMsgpack, nil
+	case mt == mimeJSON:
+		if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+			return "", unsupported("JSON bodies are UTF-8; charset %.40q is not supported.", cs)
+		}
+		return mimeJSON, nil
+	}
+	return "", unsupported("Content-Type %.100q is not supported.", mt)
 }
 
 func decodeMsgpack(body []byte, v any) error {
+	if err := scanMsgpack(body, shapeOf(reflect.TypeOf(v), "msgpack")); err != nil {
+		return scanFailed("msgpack", err)
+	}
 	dec := msgpack.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields(true)
 	if err := dec.Decode(v); err != nil {
 		return saver.Errorf(saver.EINVALID, "Malformed msgpack body: %v.", err)
 	}
-	if _, err := dec.PeekCode(); err != io.EOF {
-		return saver.Errorf(saver.EINVALID, "Malformed msgpack body: trailing data after the first value.")
-	}
 	return nil
 }
 
+// scanFailed is the error for a body a scanner refused: 413 for one that
+// would decode too large, 400 for anything else.
+func scanFailed(codec string, err error) error {
+	if se, ok := err.(*scanError); ok && se.tooLarge {
+		return saver.Errorf(saver.ETOOLARGE, "Request body %v: send fewer elements per request.", err)
+	}
+	return saver.Errorf(saver.EINVALID, "Malformed %s body: %v.", codec, err)
+}
+
 func decodeJSON(body []byte, v any) error {
+	if err := scanJSON(body, shapeOf(reflect.TypeOf(v), "json")); err != nil {
+		return scanFailed("JSON", err)
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	dec.UseNumber()

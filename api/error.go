@@ -1,9 +1,11 @@
 package api
 
 import (
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
+	"strconv"
 
 	"github.com/labstack/echo/v4"
 
@@ -66,6 +68,16 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if werr != nil {
 		s.Logger.Error("cannot write error response", slog.Any("error", werr))
 	}
+}
+
+// rawErrorResponse is a whole HTTP/1.1 answer carrying detail, closing the
+// connection, for the errors net/http answers before any handler runs
+// (listener.go); every other error goes through handleError.
+func rawErrorResponse(status int, detail errorDetail) []byte {
+	body, _ := json.Marshal(errorBody{Error: detail}) // strings always encode
+	return []byte("HTTP/1.1 " + strconv.Itoa(status) + " " + http.StatusText(status) + "\r\n" +
+		"Content-Type: application/json\r\nConnection: close\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" +
+		string(body))
 }
 
 func (s *Server) classify(err error) (int, errorDetail) {

@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -58,6 +59,16 @@ func FuzzRequestDecoding(f *testing.F) {
 		f.Add(uint8(i), true, []byte{0x81, 0xa1, 'x', 0xc1})
 		f.Add(uint8(i), false, []byte(`[]`))
 		f.Add(uint8(i), false, []byte(`{"key":"k","token":"t","lease_ms":1000,"result":{"type":"msgpack","data":""},"error":{"message":"m","retryable":true}}`))
+		// Length headers claiming 2^31 elements, which once made the decoder
+		// allocate for them and the process die of out-of-memory, and
+		// nesting past the limit.
+		f.Add(uint8(i), true, mpMap("checkpoint_ns", "", "checkpoint_id", "c", "scope", "", "writes", raw{0xdd, 0x7f, 0xff, 0xff, 0xff}))
+		f.Add(uint8(i), true, mpMap("filter", raw{0xdf, 0xff, 0xff, 0xff, 0xff}))
+		f.Add(uint8(i), true, mpMap("checkpoint_id", "c", "blobs", raw{0xdd, 0xff, 0xff, 0xff, 0xff}))
+		f.Add(uint8(i), true, mpMap("checkpoint", raw(mpMap("type", "msgpack", "data", raw{0xc6, 0xff, 0xff, 0xff, 0xff}))))
+		f.Add(uint8(i), true, mpMap("filter", raw(mpMap("a", nestedMsgpack(100)))))
+		f.Add(uint8(i), false, []byte(`{"filter":{"a":`+strings.Repeat("[", 100)+strings.Repeat("]", 100)+`}}`))
+		f.Add(uint8(i), false, []byte(`{"target_thread_id":"u\ud800","Key":"k","key":"k"}`))
 	}
 	f.Fuzz(func(t *testing.T, route uint8, useMsgpack bool, body []byte) {
 		s := MustServer(t, acceptingStore())

@@ -46,13 +46,15 @@ func (s *Server) handleClaim(c echo.Context) error {
 	if err := bind(c, &req); err != nil {
 		return err
 	}
-	in := saver.ClaimRequest{Tenant: s.tenant(c), Key: req.Key, Lease: DefaultLease, TTL: DefaultKeyTTL, ClaimID: req.ClaimID}
-	if req.LeaseMS != nil {
-		in.Lease = time.Duration(*req.LeaseMS) * time.Millisecond
+	lease, err := millis("lease_ms", req.LeaseMS, DefaultLease, saver.MaxLease)
+	if err != nil {
+		return err
 	}
-	if req.TTLMS != nil {
-		in.TTL = time.Duration(*req.TTLMS) * time.Millisecond
+	keyTTL, err := millis("ttl_ms", req.TTLMS, DefaultKeyTTL, saver.MaxTTL)
+	if err != nil {
+		return err
 	}
+	in := saver.ClaimRequest{Tenant: s.tenant(c), Key: req.Key, Lease: lease, TTL: keyTTL, ClaimID: req.ClaimID}
 	if err := in.Validate(); err != nil {
 		return err
 	}
@@ -68,6 +70,19 @@ func (s *Server) handleClaim(c echo.Context) error {
 		resp.LeaseExpiresAtMS = cl.LeaseExpiresAt.UnixMilli()
 	}
 	return respond(c, http.StatusOK, resp)
+}
+
+// millis turns a duration in milliseconds from the wire into a Duration: def
+// when absent, EINVALID outside 1 ms to max. The range is checked before the
+// multiplication, which wraps: 2^58 + 1000 ms came out as a 1 s lease.
+func millis(field string, ms *int64, def, max time.Duration) (time.Duration, error) {
+	if ms == nil {
+		return def, nil
+	}
+	if *ms < 1 || *ms > max.Milliseconds() {
+		return 0, saver.Errorf(saver.EINVALID, "%s is %d; it must be between 1 and %d (%s).", field, *ms, max.Milliseconds(), max)
+	}
+	return time.Duration(*ms) * time.Millisecond, nil
 }
 
 type completeRequest struct {
@@ -117,8 +132,8 @@ func (s *Server) handleFail(c echo.Context) error {
 }
 
 func validKeyToken(key, token string) error {
-	if key == "" || len(key) > saver.MaxIDBytes {
-		return saver.Errorf(saver.EINVALID, "key is required and at most %d bytes.", saver.MaxIDBytes)
+	if err := saver.ValidateID("key", key); err != nil {
+		return err
 	}
 	if token == "" || len(token) > saver.MaxIDBytes {
 		return saver.Errorf(saver.EINVALID, "token is required: pass the token of the granted claim.")

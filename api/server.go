@@ -25,6 +25,16 @@ const (
 	DefaultPageSize       = 100
 	DefaultRequestTimeout = 30 * time.Second
 	DefaultTenant         = "default"
+
+	DefaultReadHeaderTimeout = 10 * time.Second
+	// A 32 MB body at half a megabyte a second.
+	DefaultBodyTimeout = time.Minute
+	// Covers the body, the store work and writing the answer.
+	DefaultWriteTimeout = 2 * time.Minute
+	// Longer than a load balancer's idle timeout (60 s on AWS), so that
+	// the balancer, not the service, closes idle connections it reuses.
+	DefaultIdleTimeout = 75 * time.Second
+	DefaultMaxConns    = 1024
 )
 
 // Pinger is implemented by stores that can tell whether their backend answers.
@@ -32,8 +42,9 @@ type Pinger interface {
 	Ping(ctx context.Context) error
 }
 
-// Observer receives what the API observes, for metrics. Route is the route
-// pattern, never the raw path, so no id becomes a label.
+// Observer receives what the API observes, for metrics. Route is the pattern
+// of a route the server serves, never the raw path, so no id becomes a label,
+// or "unmatched"; method is one the server's routes answer, or "other".
 type Observer interface {
 	ObserveRequest(route, method string, status int, d time.Duration, in, out int64)
 	ObserveClaim(outcome string)
@@ -56,6 +67,15 @@ type Server struct {
 	PageSize int
 	// RequestTimeout bounds the store work of one request.
 	RequestTimeout time.Duration
+	// ReadHeaderTimeout bounds reading a request's headers; BodyTimeout its
+	// body, from when its handler starts; WriteTimeout the whole request
+	// from its headers to the end of the answer (net/http's WriteTimeout);
+	// IdleTimeout how long a keep-alive connection waits for its next
+	// request. Past any of them the connection is closed. 0 disables one.
+	ReadHeaderTimeout, BodyTimeout, WriteTimeout, IdleTimeout time.Duration
+	// MaxConns caps open connections; further ones wait to be accepted
+	// until one closes. 0: no cap.
+	MaxConns int
 	// TTL turns a thread's scope into expiry times.
 	TTL ttl.Policy
 	// Expirer pins checkpoints and refreshes expiry on read; taken from the
@@ -76,8 +96,35 @@ type Server struct {
 	Keys *Keys
 
 	echo   *echo.Echo
+	labels routeLabels
 	server *http.Server
 	ln     net.Listener
+}
+
+// routeLabels are the routes and methods the server serves: the only values
+// the Observer is given, since a client can send any path and any method
+// token, and each distinct value would be a new metrics series.
+type routeLabels struct{ routes, methods map[string]bool }
+
+func newRouteLabels(routes []*echo.Route) routeLabels {
+	l := routeLabels{routes: map[string]bool{}, methods: map[string]bool{http.MethodHead: true, http.MethodOptions: true}}
+	for _, r := range routes {
+		if r.Method == echo.RouteNotFound {
+			continue // a group's catch-all, not a route
+		}
+		l.routes[r.Path], l.methods[r.Method] = true, true
+	}
+	return l
+}
+
+func (l routeLabels) of(route, method string) (string, string) {
+	if !l.routes[route] {
+		route = "unmatched"
+	}
+	if !l.methods[method] {
+		method = "other"
+	}
+	return route, method
 }
 
 // NewServer returns a server for store with default limits.
@@ -93,6 +140,12 @@ func NewServer(store saver.Store, logger *slog.Logger) *Server {
 		RequestTimeout: DefaultRequestTimeout,
 		TTL:            ttl.DefaultPolicy(),
 		Now:            time.Now,
+
+		ReadHeaderTimeout: DefaultReadHeaderTimeout,
+		BodyTimeout:       DefaultBodyTimeout,
+		WriteTimeout:      DefaultWriteTimeout,
+		IdleTimeout:       DefaultIdleTimeout,
+		MaxConns:          DefaultMaxConns,
 	}
 	s.Expirer, _ = store.(saver.Expirer)
 	s.Tree, _ = store.(saver.TreeStore)
@@ -105,6 +158,7 @@ func NewServer(store saver.Store, logger *slog.Logger) *Server {
 func (s *Server) Handler() http.Handler {
 	if s.echo == nil {
 		s.echo = s.newEcho()
+		s.labels = newRouteLabels(s.echo.Routes()) // every route, wherever registered
 	}
 	return s.echo
 }
@@ -135,6 +189,7 @@ func (s *Server) newEcho() *echo.Echo {
 			return next(c)
 		}
 	})
+	e.Pre(headAsGet)
 	e.Use(middleware.RequestID())
 	e.Use(middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{
 		HandleError:      true,
@@ -147,13 +202,13 @@ func (s *Server) newEcho() *echo.Echo {
 		LogContentLength: true,
 		LogResponseSize:  true,
 		LogValuesFunc: func(c echo.Context, v middleware.RequestLoggerValues) error {
+			if c.Get(ctxKeyHead) != nil {
+				v.Method = http.MethodHead
+			}
+			route, method := s.labels.of(v.RoutePath, v.Method)
 			if s.Observer != nil {
-				route := v.RoutePath
-				if route == "" {
-					route = "unmatched"
-				}
 				in, _ := strconv.ParseInt(v.ContentLength, 10, 64)
-				s.Observer.ObserveRequest(route, v.Method, v.Status, v.Latency, in, v.ResponseSize)
+				s.Observer.ObserveRequest(route, method, v.Status, v.Latency, in, v.ResponseSize)
 			}
 			level := slog.LevelDebug
 			if v.Status >= 500 {
@@ -161,8 +216,8 @@ func (s *Server) newEcho() *echo.Echo {
 			}
 			s.Logger.LogAttrs(c.Request().Context(), level, "request",
 				slog.String(saver.LogKeyRequestID, v.RequestID),
-				slog.String("method", v.Method),
-				slog.String("route", v.RoutePath),
+				slog.String("method", method),
+				slog.String("route", route),
 				slog.Int("status", v.Status),
 				slog.Duration("latency", v.Latency))
 			return nil
@@ -177,6 +232,7 @@ func (s *Server) newEcho() *echo.Echo {
 		},
 	}))
 	e.Use(s.limitBody)
+	e.Use(s.strictQuery)
 	e.Use(middleware.ContextTimeout(s.RequestTimeout))
 
 	// Probes stay open so that load balancers need no key.
@@ -208,16 +264,30 @@ func (s *Server) newEcho() *echo.Echo {
 
 // limitBody caps the bytes read from a body; the decoder reports the overrun
 // as ETOOLARGE. A declared Content-Length over the cap is refused up front.
+// A body must also arrive within BodyTimeout: a connection read deadline,
+// which bind lifts once the body is in (a slow upload otherwise held its
+// connection for as long as the client liked).
 func (s *Server) limitBody(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		req := c.Request()
 		if req.ContentLength > s.MaxBodyBytes {
 			return saver.Errorf(saver.ETOOLARGE, "Request body is %d bytes; the limit is %d.", req.ContentLength, s.MaxBodyBytes)
 		}
+		if req.ContentLength != 0 && s.BodyTimeout > 0 {
+			switch err := http.NewResponseController(c.Response()).SetReadDeadline(time.Now().Add(s.BodyTimeout)); {
+			case err == nil:
+				c.Set(ctxKeyBodyTimeout, s.BodyTimeout)
+			case !errors.Is(err, http.ErrNotSupported): // httptest's recorder has no connection
+				return fmt.Errorf("api: body deadline: %w", err)
+			}
+		}
 		req.Body = http.MaxBytesReader(c.Response(), req.Body, s.MaxBodyBytes)
 		return next(c)
 	}
 }
+
+// ctxKeyBodyTimeout holds the BodyTimeout a request's body is read under.
+const ctxKeyBodyTimeout = "saver.body_timeout"
 
 func (s *Server) bodyLimit() string { return fmt.Sprintf("%d bytes", s.MaxBodyBytes) }
 
@@ -231,10 +301,17 @@ func (s *Server) Open(addr string) error {
 	s.ln = ln
 	s.server = &http.Server{
 		Handler:           s.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: s.ReadHeaderTimeout,
+		WriteTimeout:      s.WriteTimeout,
+		IdleTimeout:       s.IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(s.Logger.Handler(), slog.LevelWarn),
 	}
-	if s.TLSCert != "" || s.TLSKey != "" {
+	if s.IdleTimeout == 0 {
+		s.server.IdleTimeout = -1 // 0 would fall back to ReadTimeout
+	}
+	useTLS := s.TLSCert != "" || s.TLSKey != ""
+	ln = s.listen(ln, useTLS)
+	if useTLS {
 		cert, err := tls.LoadX509KeyPair(s.TLSCert, s.TLSKey)
 		if err != nil {
 			ln.Close()

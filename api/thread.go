@@ -112,6 +112,9 @@ func validIDs(field string, ids []string) error {
 		if id == "" {
 			return saver.Errorf(saver.EINVALID, "%s must not contain an empty id.", field)
 		}
+		if err := saver.ValidateID(field, id); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -58,6 +58,12 @@ func onlyParams(c echo.Context, allowed ...string) error {
 // parameters; with no checkpoint_id, the head (the live path's end).
 func node(c echo.Context, t *tree.Tree) (*tree.Node, error) {
 	ns, id := c.QueryParam("checkpoint_ns"), c.QueryParam("checkpoint_id")
+	if err := saver.ValidateNS(ns); err != nil {
+		return nil, err
+	}
+	if err := saver.ValidateCheckpointID("checkpoint_id", id); err != nil {
+		return nil, err
+	}
 	if id == "" {
 		if ns != "" {
 			return nil, saver.Errorf(saver.EINVALID, "checkpoint_ns needs a checkpoint_id.")

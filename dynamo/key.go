@@ -28,15 +28,17 @@ const hashed = "#Z"
 
 // Longest escaped parts kept as they are; longer ones are hashed. Together
 // they keep every sort key under DynamoDB's 1,024-byte limit whatever the
-// input: checkpoint ids are never hashed (their order matters) and are at
-// most saver.MaxIDBytes, so 512 bytes escaped.
+// input: checkpoint ids are never hashed (their order matters), and the
+// domain bounds them escaped (saver.KeyBytes, at most saver.MaxIDKeyBytes:
+// 256 "!" would be 768 bytes). TestKeyLengths checks the worst case.
 const (
 	maxNSPart    = 300
 	maxNamePart  = 150 // channel names, versions, task ids
 	maxTenantKey = 600 // partition keys may be 2,048 bytes
 )
 
-// escape returns s with every byte <= esc written as esc and two hex digits.
+// escape returns s with every byte <= esc written as esc and two hex digits:
+// saver.KeyBytes(s) bytes.
 func escape(s string) string {
 	n := 0
 	for i := 0; i < len(s); i++ {

@@ -114,25 +114,62 @@ func TestKeyOrder(t *testing.T) {
 	}
 }
 
-// TestKeyLengths checks the longest valid input against DynamoDB's key
-// limits: 2,048 bytes for a partition key, 1,024 for a sort key.
+// TestKeyLengths checks the longest keys valid input can build against
+// DynamoDB's limits: 2,048 bytes for a partition key, 1,024 for a sort key.
+// The worst inputs come from the domain's own validation, not from a guess:
+// it once took a namespace of 512 "!" (hashed, so short) as the worst and
+// missed one of 100 "!", the longest kept whole, which with a checkpoint id
+// of 256 "!" built a 1,072-byte sort key.
 func TestKeyLengths(t *testing.T) {
-	worst := func(n int) string { return strings.Repeat("!", n) } // every byte escaped
-	id := worst(saver.MaxIDBytes)
-	ns := worst(saver.MaxNSBytes)
+	ns := worst(func(s string) error { return saver.ValidateNS(s) }, saver.MaxNSBytes, nsPrefix)
+	id := worst(func(s string) error { return saver.ValidateCheckpointID("checkpoint_id", s) }, saver.MaxIDBytes, escape)
+	name := worst(func(s string) error { return saver.ValidateID("task_id", s) }, saver.MaxIDBytes,
+		func(s string) string { return part(s, maxNamePart) })
+	minIdx := int64(-1 << 63)
 	keys := map[string]string{
 		"checkpoint": checkpointKey(ns, id),
-		"write":      writeKey(ns, id, id, -1<<63),
-		"blob":       blobKey(ns, id, id),
+		"write":      writeKey(ns, id, name, minIdx),
+		"bundle":     bundleKey(saver.CheckpointRef{NS: ns, ID: id}, saver.Write{TaskID: name, Idx: minIdx}),
+		"blob":       blobKey(ns, name, name),
+		"lifetimes":  getS(lifetimesKey("", ns), attrSK),
+		"before":     beforeBound(ns, id),
 	}
-	for name, k := range keys {
+	for kind, k := range keys {
 		if len(k) > 1024 {
-			t.Errorf("%s key is %d bytes long", name, len(k))
+			t.Errorf("%s sort key is %d bytes long (namespace part %d bytes, id %d)", kind, len(k), len(part(ns, maxNSPart)), len(escape(id)))
 		}
 	}
-	if pk := partitionKey(worst(10_000), id); len(pk) > 2048 {
-		t.Errorf("partition key is %d bytes long", len(pk))
+	thread := worst(saver.ValidateThreadID, saver.MaxIDBytes, escape)
+	tenant := strings.Repeat("!", 10_000) // tenants come from the key file; hashed past maxTenantKey
+	pks := map[string]string{
+		"thread": partitionKey(tenant, thread),
+		"ledger": getS(ledgerKey(tenant, name), attrPK),
 	}
+	for kind, k := range pks {
+		if len(k) > 2048 {
+			t.Errorf("%s partition key is %d bytes long", kind, len(k))
+		}
+	}
+}
+
+// worst returns, of the strings of a "!" (escaped to three bytes) then b "x"
+// (kept as they are) up to max bytes in all that valid accepts, the one
+// whose build is longest: escaping and hashing meet somewhere in between.
+func worst(valid func(string) error, max int, build func(string) string) string {
+	var w string
+	n := -1
+	for a := 0; a <= max; a++ {
+		for b := 0; a+b <= max; b++ {
+			s := strings.Repeat("!", a) + strings.Repeat("x", b)
+			if valid(s) != nil {
+				continue
+			}
+			if k := len(build(s)); k > n {
+				w, n = s, k
+			}
+		}
+	}
+	return w
 }
 
 // FuzzEscape checks that escape round-trips, never emits sep and keeps byte
@@ -148,6 +185,9 @@ func FuzzEscape(f *testing.F) {
 		}
 		if got, ok := unescape(ea); !ok || got != a {
 			t.Fatalf("unescape(escape(%q)) = %q, %v", a, got, ok)
+		}
+		if len(ea) != saver.KeyBytes(a) {
+			t.Fatalf("escape(%q) is %d bytes, saver.KeyBytes says %d", a, len(ea), saver.KeyBytes(a))
 		}
 		if (a == b) != (ea == eb) {
 			t.Fatalf("escape(%q) = %q, escape(%q) = %q", a, ea, b, eb)

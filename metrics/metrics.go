@@ -73,8 +73,11 @@ func (m *Metrics) Handler() http.Handler {
 }
 
 // ObserveRequest records one HTTP request. route is the route pattern, never
-// the raw path, so thread ids never become label values.
+// the raw path, so thread ids never become label values; the caller keeps it
+// to the routes it serves. method is labelled only when it is one of HTTP's
+// own: a client may send any token there.
 func (m *Metrics) ObserveRequest(route, method string, status int, d time.Duration, in, out int64) {
+	method = MethodLabel(method)
 	m.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
 	m.latency.WithLabelValues(route, method).Observe(d.Seconds())
 	if in > 0 {
@@ -83,6 +86,22 @@ func (m *Metrics) ObserveRequest(route, method string, status int, d time.Durati
 	if out > 0 {
 		m.bytesOut.WithLabelValues(route).Add(float64(out))
 	}
+}
+
+// methods are the label values of the method label.
+var methods = map[string]bool{
+	http.MethodGet: true, http.MethodHead: true, http.MethodPost: true, http.MethodPut: true,
+	http.MethodPatch: true, http.MethodDelete: true, http.MethodConnect: true,
+	http.MethodOptions: true, http.MethodTrace: true,
+}
+
+// MethodLabel is method as a label value: itself for HTTP's methods,
+// "other" for any other token.
+func MethodLabel(method string) string {
+	if methods[method] {
+		return method
+	}
+	return "other"
 }
 
 // ObserveClaim records the outcome of one idempotency claim.

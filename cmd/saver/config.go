@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/saver-dev/saver"
+	"github.com/saver-dev/saver/api"
 	"github.com/saver-dev/saver/dynamo"
 	"github.com/saver-dev/saver/ttl"
 )
@@ -32,21 +33,24 @@ type Config struct {
 	PageSize        int           // tuples per search page
 	RequestTimeout  time.Duration // store work per request
 	ShutdownTimeout time.Duration // how long SIGTERM waits for in-flight requests
-	LogLevel        string        // debug, info, warn, error
-	LogFormat       string        // text or json
-	TTL             ttl.Policy    // retention by scope
-	APIKeys         string        // "tenant:key,tenant:key"; never logged
-	APIKeysFile     string        // file of "tenant:key" lines
-	TLSCert         string        // PEM certificate; with TLSKey, serve HTTPS
-	TLSKey          string        // PEM private key
-	Table           string        // DynamoDB table
-	Bucket          string        // S3 bucket for offloaded payloads; "" disables offload
-	OffloadBytes    int           // items larger than this keep their payload in S3
-	PatchCache      int           // bytes of recent channel values kept to store the next as patches
-	Init            bool          // create the table and bucket at start if missing
-	SweepEvery      time.Duration // background orphan sweep period; 0 disables
-	SweepGrace      time.Duration // age an orphan must reach before a sweep removes it
-	Metrics         bool          // serve Prometheus metrics at /metrics
+	// Connection limits (api.Server's fields of the same names).
+	ReadHeaderTimeout, BodyTimeout, WriteTimeout, IdleTimeout time.Duration
+	MaxConns                                                  int
+	LogLevel                                                  string        // debug, info, warn, error
+	LogFormat                                                 string        // text or json
+	TTL                                                       ttl.Policy    // retention by scope
+	APIKeys                                                   string        // "tenant:key,tenant:key"; never logged
+	APIKeysFile                                               string        // file of "tenant:key" lines
+	TLSCert                                                   string        // PEM certificate; with TLSKey, serve HTTPS
+	TLSKey                                                    string        // PEM private key
+	Table                                                     string        // DynamoDB table
+	Bucket                                                    string        // S3 bucket for offloaded payloads; "" disables offload
+	OffloadBytes                                              int           // items larger than this keep their payload in S3
+	PatchCache                                                int           // bytes of recent channel values kept to store the next as patches
+	Init                                                      bool          // create the table and bucket at start if missing
+	SweepEvery                                                time.Duration // background orphan sweep period; 0 disables
+	SweepGrace                                                time.Duration // age an orphan must reach before a sweep removes it
+	Metrics                                                   bool          // serve Prometheus metrics at /metrics
 }
 
 // DefaultConfig is what `saver serve` runs with when nothing is set: the
@@ -60,14 +64,21 @@ func DefaultConfig() Config {
 		PageSize:        100,
 		RequestTimeout:  30 * time.Second,
 		ShutdownTimeout: 15 * time.Second,
-		LogLevel:        "info",
-		LogFormat:       "text",
-		TTL:             ttl.DefaultPolicy(),
-		Table:           "saver",
-		OffloadBytes:    350 << 10,
-		PatchCache:      dynamo.DefaultRecentBytes,
-		SweepGrace:      time.Hour,
-		Metrics:         true,
+
+		ReadHeaderTimeout: api.DefaultReadHeaderTimeout,
+		BodyTimeout:       api.DefaultBodyTimeout,
+		WriteTimeout:      api.DefaultWriteTimeout,
+		IdleTimeout:       api.DefaultIdleTimeout,
+		MaxConns:          api.DefaultMaxConns,
+
+		LogLevel:     "info",
+		LogFormat:    "text",
+		TTL:          ttl.DefaultPolicy(),
+		Table:        "saver",
+		OffloadBytes: 350 << 10,
+		PatchCache:   dynamo.DefaultRecentBytes,
+		SweepGrace:   time.Hour,
+		Metrics:      true,
 	}
 }
 
@@ -129,6 +140,23 @@ func settings() []envVar {
 	add("SAVER_REQUEST_TIMEOUT", "request-timeout", "longest store work for one request", s, g)
 	s, g = dur(func(c *Config) *time.Duration { return &c.ShutdownTimeout })
 	add("SAVER_SHUTDOWN_TIMEOUT", "shutdown-timeout", "how long SIGTERM waits for in-flight requests", s, g)
+	s, g = dur(func(c *Config) *time.Duration { return &c.ReadHeaderTimeout })
+	add("SAVER_READ_HEADER_TIMEOUT", "read-header-timeout", "longest time to receive a request's headers; then the connection is closed", s, g)
+	s, g = dur(func(c *Config) *time.Duration { return &c.BodyTimeout })
+	add("SAVER_BODY_TIMEOUT", "body-timeout", "longest time to receive a request's body; then 408 and the connection is closed", s, g)
+	s, g = dur(func(c *Config) *time.Duration { return &c.WriteTimeout })
+	add("SAVER_WRITE_TIMEOUT", "write-timeout", "longest time from a request's headers to the end of its answer (body, store work, response); more than body-timeout plus request-timeout", s, g)
+	s, g = dur(func(c *Config) *time.Duration { return &c.IdleTimeout })
+	add("SAVER_IDLE_TIMEOUT", "idle-timeout", "how long a keep-alive connection waits for its next request; keep it above a load balancer's idle timeout", s, g)
+	add("SAVER_MAX_CONNS", "max-conns", "most open connections; further ones wait to be accepted until one closes",
+		func(c *Config, v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return fmt.Errorf("not a number: %q", v)
+			}
+			c.MaxConns = n
+			return nil
+		}, func(c *Config) string { return strconv.Itoa(c.MaxConns) })
 	add("SAVER_DEFAULT_SCOPE", "default-scope", "retention scope of threads whose client names none: session or persistent",
 		func(c *Config, v string) error { c.TTL.Default = saver.Scope(v); return nil },
 		func(c *Config) string { return string(c.TTL.Default) })
@@ -259,8 +287,16 @@ func (c *Config) Validate() error {
 	if c.PageSize < 1 || c.PageSize > 1000 {
 		errs = append(errs, fmt.Errorf("page-size %d: must be between 1 and 1000", c.PageSize))
 	}
-	if c.RequestTimeout <= 0 || c.ShutdownTimeout <= 0 {
+	if c.RequestTimeout <= 0 || c.ShutdownTimeout <= 0 || c.ReadHeaderTimeout <= 0 || c.BodyTimeout <= 0 || c.IdleTimeout <= 0 {
 		errs = append(errs, errors.New("timeouts must be positive"))
+	}
+	// The write deadline runs from a request's headers: it must leave room
+	// for the whole body and the store work, or slow requests lose answers.
+	if c.WriteTimeout <= c.BodyTimeout+c.RequestTimeout {
+		errs = append(errs, fmt.Errorf("write-timeout %s: must be more than body-timeout plus request-timeout (%s)", c.WriteTimeout, c.BodyTimeout+c.RequestTimeout))
+	}
+	if c.MaxConns < 1 {
+		errs = append(errs, fmt.Errorf("max-conns %d: must be at least 1", c.MaxConns))
 	}
 	if c.SweepEvery < 0 {
 		errs = append(errs, errors.New("sweep-every must not be negative"))

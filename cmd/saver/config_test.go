@@ -34,6 +34,14 @@ func TestConfigFromEnv(t *testing.T) {
 		{"BadAddr", nil, []string{"-addr", "nowhere"}, nil, "addr \"nowhere\""},
 		{"BadPageSize", nil, []string{"-page-size", "0"}, nil, "page-size 0"},
 		{"BadLevel", nil, []string{"-log-level", "loud"}, nil, "log-level"},
+		{"ConnectionLimits", map[string]string{"SAVER_IDLE_TIMEOUT": "5s", "SAVER_MAX_CONNS": "64"}, []string{"-body-timeout", "10s", "-write-timeout", "41s", "-read-header-timeout", "2s"},
+			func(c Config) bool {
+				return c.IdleTimeout == 5*time.Second && c.MaxConns == 64 && c.BodyTimeout == 10*time.Second &&
+					c.WriteTimeout == 41*time.Second && c.ReadHeaderTimeout == 2*time.Second
+			}, ""},
+		{"WriteTimeoutTooShort", nil, []string{"-write-timeout", "80s"}, nil, "write-timeout 1m20s: must be more than"},
+		{"ZeroIdleTimeout", nil, []string{"-idle-timeout", "0s"}, nil, "timeouts must be positive"},
+		{"NoConnections", nil, []string{"-max-conns", "0"}, nil, "max-conns 0"},
 		{"StrayArgument", nil, []string{"extra"}, nil, "unexpected arguments"},
 		{"UnknownFlag", nil, []string{"-nope"}, nil, "not defined"},
 	}

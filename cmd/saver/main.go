@@ -226,6 +226,9 @@ func (m *Main) Run(ctx context.Context) error {
 	m.server.MaxBodyBytes = m.Config.MaxBodyBytes
 	m.server.PageSize = m.Config.PageSize
 	m.server.RequestTimeout = m.Config.RequestTimeout
+	m.server.ReadHeaderTimeout, m.server.BodyTimeout = m.Config.ReadHeaderTimeout, m.Config.BodyTimeout
+	m.server.WriteTimeout, m.server.IdleTimeout = m.Config.WriteTimeout, m.Config.IdleTimeout
+	m.server.MaxConns = m.Config.MaxConns
 	m.server.TTL = m.Config.TTL
 	if err := m.server.Open(m.Config.Addr); err != nil {
 		return err
