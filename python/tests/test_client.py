@@ -450,7 +450,7 @@ def test_async_concurrency_and_several_loops(saver_url: str, thread_id: str) -> 
     assert asyncio.run(count()) == 50
     assert asyncio.run(count()) == 50
     # Each loop's connections were closed as its asyncio.run ended.
-    assert not saver._transport._async
+    assert saver._transport.async_sessions == 0
     # The sync side is unaffected by the loops coming and going.
     tup = saver.get_tuple(config(thread_id))
     assert tup is not None and len(tup.pending_writes or []) == 50

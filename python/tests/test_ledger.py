@@ -14,7 +14,6 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from typing import Annotated, Any
 
-import httpx
 import ormsgpack
 import pytest
 from langchain_core.runnables import RunnableConfig
@@ -33,6 +32,7 @@ from saver_client import (
     StoredFailure,
     derive_key,
 )
+from saver_client._http import ConnectionFailed, Reply
 from saver_client import ledger as ledger_module
 
 # Bound for waiting on something another thread does; generous for small CI machines.
@@ -150,18 +150,18 @@ def test_claim_whose_answer_was_lost_is_granted_on_resend(saver_url: str) -> Non
     client sends it again: the resend carries the same claim id, so it gets
     the same grant, not in_progress (held by itself) until its lease ends."""
     with HTTPSaver(saver_url) as saver:
-        client = saver._transport._sync_client()
-        real = client.request
+        pool = saver._transport._sync
+        real = pool.send
         lost: list[dict[str, Any]] = []
 
-        def lossy(method: str, url: Any, **kwargs: Any) -> httpx.Response:
-            response = real(method, url, **kwargs)
-            if str(url).endswith("/idempotency/claim") and not lost:
-                lost.append(ormsgpack.unpackb(response.content))
-                raise httpx.ReadTimeout("the answer was lost", request=response.request)
-            return response
+        def lossy(method: str, target: str, content: Any, headers: Any) -> Reply:
+            reply = real(method, target, content, headers)
+            if target.endswith("/idempotency/claim") and not lost:
+                lost.append(ormsgpack.unpackb(reply.content))
+                raise ConnectionFailed("ReadTimeout: the answer was lost")
+            return reply
 
-        client.request = lossy  # type: ignore[method-assign]
+        pool.send = lossy  # type: ignore[method-assign]
         key = new_key()
         claim = saver.claim(key)
         assert lost and lost[0]["state"] == "claimed"

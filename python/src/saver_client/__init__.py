@@ -4,6 +4,7 @@ from saver_client import HTTPSaver
 graph = builder.compile(checkpointer=HTTPSaver("http://127.0.0.1:8080"))
 """
 
+from saver_client._http import Timeout
 from saver_client._transport import RetryPolicy
 from saver_client._version import __version__
 from saver_client.errors import (
@@ -57,6 +58,7 @@ __all__ = [
     "SaverError",
     "StoredFailure",
     "ThreadTree",
+    "Timeout",
     "TooLargeError",
     "TreeNode",
     "UnauthorizedError",

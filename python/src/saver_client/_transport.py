@@ -1,4 +1,4 @@
-"""HTTP plumbing: msgpack bodies, error mapping, retries, one client per event loop."""
+"""HTTP plumbing: msgpack bodies, error mapping, retries (the connections are in _http)."""
 
 from __future__ import annotations
 
@@ -8,15 +8,14 @@ import json
 import logging
 import math
 import random
-import threading
-import time
 import secrets
-from collections.abc import AsyncGenerator, Callable, Mapping
+import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
+from urllib.parse import quote, urlencode
 
-import httpx
 import ormsgpack
 from tenacity import (
     AsyncRetrying,
@@ -29,6 +28,7 @@ from tenacity import (
 )
 from tenacity.wait import wait_base
 
+from saver_client._http import AsyncPool, ConnectionFailed, Reply, SyncPool, Timeout
 from saver_client.errors import (
     BadResponseError,
     SaverConnectionError,
@@ -76,8 +76,9 @@ class _WaitRetryAfter(wait_base):
     Full jitter keeps many clients that failed together from retrying together.
     """
 
-    def __init__(self, policy: RetryPolicy) -> None:
+    def __init__(self, policy: RetryPolicy, after: int = 0) -> None:
         self._policy = policy
+        self._after = after  # tries made before tenacity took over
         self._fallback = wait_random_exponential(multiplier=policy.backoff, max=policy.max_backoff)
 
     def __call__(self, retry_state: RetryCallState) -> float:
@@ -86,7 +87,20 @@ class _WaitRetryAfter(wait_base):
             # Honour the server's hint, plus a little jitter so that clients it
             # throttled together do not come back in the same millisecond.
             return exc.retry_after + random.uniform(0, self._policy.backoff)
+        if self._after:
+            retry_state = _Shifted(retry_state, self._after)
         return float(self._fallback(retry_state))
+
+
+class _Shifted:
+    """A retry state whose attempt number counts the tries made before it."""
+
+    def __init__(self, state: RetryCallState, after: int) -> None:
+        self._state = state
+        self.attempt_number = state.attempt_number + after
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._state, name)
 
 
 def _log_retry(retry_state: RetryCallState) -> None:
@@ -94,7 +108,7 @@ def _log_retry(retry_state: RetryCallState) -> None:
     sleep = retry_state.next_action.sleep if retry_state.next_action else 0.0
     logger.warning(
         "saver request failed (attempt %d): %s; retrying in %.2fs",
-        retry_state.attempt_number,
+        retry_state.attempt_number + 1,  # the first try is made before tenacity's
         exc,
         sleep,
     )
@@ -120,7 +134,7 @@ def parse_retry_after(value: str | None) -> float | None:
     return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
 
 
-def _decode_body(response: httpx.Response) -> Any:
+def _decode_body(response: Reply) -> Any:
     if not response.content:
         return None
     ctype = response.headers.get("content-type", "").split(";")[0].strip().lower()
@@ -131,17 +145,17 @@ def _decode_body(response: httpx.Response) -> Any:
     raise ValueError(f"unexpected content type {ctype or 'none'!r}")
 
 
-def _raise_for_error(response: httpx.Response, request_id: str) -> None:
+def _raise_for_error(response: Reply, request_id: str) -> None:
     if response.is_success:
         return
-    rid = response.headers.get(REQUEST_ID_HEADER) or request_id
+    rid = response.headers.get(REQUEST_ID_HEADER.lower()) or request_id
     code: str | None = None
-    message = response.reason_phrase or "error"
+    message = response.reason or "error"
     try:
         body = _decode_body(response)
     except Exception:  # a proxy's HTML page, say: keep its start for the message
         body = None
-        text = response.text.strip()
+        text = response.content.decode(errors="replace").strip()
         if text:
             message = text[:200]
     if isinstance(body, Mapping) and isinstance(body.get("error"), Mapping):
@@ -149,7 +163,7 @@ def _raise_for_error(response: httpx.Response, request_id: str) -> None:
         code = str(err.get("code") or "") or None
         message = str(err.get("message") or message)
     raise error_from_response(
-        response.status_code,
+        response.status,
         code,
         message,
         request_id=rid,
@@ -157,7 +171,7 @@ def _raise_for_error(response: httpx.Response, request_id: str) -> None:
     )
 
 
-def _parse_success(response: httpx.Response, request_id: str) -> Any:
+def _parse_success(response: Reply, request_id: str) -> Any:
     _raise_for_error(response, request_id)
     try:
         return _decode_body(response)
@@ -165,58 +179,22 @@ def _parse_success(response: httpx.Response, request_id: str) -> Any:
         raise BadResponseError(
             "bad_response",
             f"could not decode the response body: {exc}",
-            status=response.status_code,
-            request_id=response.headers.get(REQUEST_ID_HEADER) or request_id,
+            status=response.status,
+            request_id=response.headers.get(REQUEST_ID_HEADER.lower()) or request_id,
         ) from exc
 
 
-def _connection_error(exc: httpx.TransportError, request_id: str) -> SaverConnectionError:
-    return SaverConnectionError(
-        "connection_error",
-        f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__,
-        request_id=request_id,
-    )
-
-
-class _LoopClient:
-    """An AsyncClient bound to one event loop, closed when that loop shuts down.
-
-    asyncio has no "loop closing" callback, but it does finalise every live
-    async generator of the loop in `shutdown_asyncgens()`, which `asyncio.run`
-    and `asyncio.Runner` call before closing the loop. A generator parked at its
-    first `yield` therefore runs its `finally` (closing the client's sockets on
-    the right loop) exactly when the loop goes away.
-    """
-
-    def __init__(self, client: httpx.AsyncClient) -> None:
-        self.client = client
-        self._watcher: AsyncGenerator[None, None] | None = None
-
-    async def watch(self, on_close: Callable[[], None]) -> None:
-        async def watcher() -> AsyncGenerator[None, None]:
-            try:
-                yield
-            finally:
-                on_close()
-                await self.client.aclose()
-
-        # The loop only holds a weak reference to the generator; keep it alive.
-        self._watcher = watcher()
-        await self._watcher.__anext__()
-
-    async def aclose(self) -> None:
-        if self._watcher is not None:
-            await self._watcher.aclose()  # runs the finally above
-        else:
-            await self.client.aclose()
+_RETRYABLE = (SaverConnectionError, UnavailableError)
 
 
 class Transport:
     """The HTTP side of a saver, shared by the saver and its shallow copies.
 
-    The sync `httpx.Client` is thread-safe and shared by every thread. An
-    `httpx.AsyncClient` is bound to the event loop it first ran on, so each loop
-    gets its own; clients of loops that have since closed are dropped.
+    Sync requests go on one kept-alive libcurl handle per thread; each event
+    loop gets its own aiohttp session (see _http). A request is tried once outside
+    the retry machinery, which only a retryable failure enters: most requests
+    succeed at once, and building the retry state for each cost as much as
+    the rest of the request's bookkeeping.
     """
 
     def __init__(
@@ -224,110 +202,69 @@ class Transport:
         base_url: str,
         *,
         headers: Mapping[str, str],
-        timeout: httpx.Timeout,
+        timeout: Timeout,
         retry: RetryPolicy,
-        limits: httpx.Limits | None = None,
     ) -> None:
         self.base_url = base_url
-        self._headers = {
-            "Accept": MSGPACK,
-            **headers,
-        }
-        self._timeout = timeout
-        self._limits = limits or httpx.Limits(max_connections=100, max_keepalive_connections=20)
+        self._headers = {"Accept": MSGPACK, **headers}
         self.retry = retry
-        self._lock = threading.Lock()
-        self._sync: httpx.Client | None = None
-        self._async: dict[asyncio.AbstractEventLoop, _LoopClient] = {}
+        self._sync = SyncPool(base_url, timeout)
+        self._async = AsyncPool(base_url, timeout)
 
-    # -- clients -----------------------------------------------------------
-
-    def _sync_client(self) -> httpx.Client:
-        with self._lock:
-            if self._sync is None or self._sync.is_closed:
-                self._sync = httpx.Client(
-                    base_url=self.base_url,
-                    headers=self._headers,
-                    timeout=self._timeout,
-                    limits=self._limits,
-                )
-            return self._sync
-
-    async def _async_client(self) -> httpx.AsyncClient:
-        loop = asyncio.get_running_loop()
-        with self._lock:
-            entry = self._async.get(loop)
-            if entry is not None and not entry.client.is_closed:
-                return entry.client
-            # Loops that closed without running our cleanup (never shut down
-            # properly) can never use their clients again: drop them.
-            for old in [lp for lp in self._async if lp.is_closed()]:
-                del self._async[old]
-            entry = _LoopClient(
-                httpx.AsyncClient(
-                    base_url=self.base_url,
-                    headers=self._headers,
-                    timeout=self._timeout,
-                    limits=self._limits,
-                )
-            )
-            self._async[loop] = entry
-        await entry.watch(lambda: self._forget(loop, entry))
-        return entry.client
-
-    def _forget(self, loop: asyncio.AbstractEventLoop, entry: _LoopClient) -> None:
-        with self._lock:
-            if self._async.get(loop) is entry:
-                del self._async[loop]
+    @property
+    def async_sessions(self) -> int:
+        """Event loops with a live async session (for tests)."""
+        return len(self._async.sessions)
 
     def close(self) -> None:
-        """Close the sync client and forget async clients.
+        """Close the sync connections and forget async sessions.
 
-        Async clients need their own loop to close; each closes itself when its
-        loop shuts down (asyncio.run's end), or on `aclose()` in that loop.
+        Async sessions need their own loop to close; each closes itself when
+        its loop shuts down (asyncio.run's end), or on `aclose()` in that loop.
         """
-        with self._lock:
-            sync, self._sync = self._sync, None
-            self._async.clear()
-        if sync is not None:
-            sync.close()
+        self._sync.close()
+        self._async.forget_all()
 
     async def aclose(self) -> None:
-        """Close the running loop's async client and the sync client."""
-        loop = asyncio.get_running_loop()
-        with self._lock:
-            entry = self._async.pop(loop, None)
-            sync, self._sync = self._sync, None
-        if entry is not None:
-            await entry.aclose()
-        if sync is not None:
-            sync.close()
+        """Close the running loop's async session and the sync connections."""
+        await self._async.aclose()
+        self._sync.close()
 
     # -- requests ----------------------------------------------------------
 
-    def _retrying_kwargs(self) -> dict[str, Any]:
+    def _retrying_kwargs(self, started: float) -> dict[str, Any]:
+        """Tenacity's arguments for the tries after a failed first one."""
         policy = self.retry
         return {
-            "retry": retry_if_exception_type((SaverConnectionError, UnavailableError)),
-            "stop": stop_after_attempt(policy.max_attempts) | stop_before_delay(policy.max_delay),
-            "wait": _WaitRetryAfter(policy),
+            "retry": retry_if_exception_type(_RETRYABLE),
+            "stop": stop_after_attempt(policy.max_attempts - 1)
+            | stop_before_delay(max(0.0, policy.max_delay - (time.monotonic() - started))),
+            "wait": _WaitRetryAfter(policy, after=1),
             "before_sleep": _log_retry,
             "reraise": True,
         }
 
-    @staticmethod
-    def _prepare(body: Any) -> tuple[bytes | None, dict[str, str], str]:
+    def _first_wait(self, exc: BaseException) -> float:
+        """The pause before the second try, as tenacity would have it."""
+        if isinstance(exc, UnavailableError) and exc.retry_after is not None:
+            return exc.retry_after + random.uniform(0, self.retry.backoff)
+        return random.uniform(0, min(self.retry.backoff, self.retry.max_backoff))
+
+    def _prepare(
+        self, path: str, body: Any, params: Mapping[str, str] | None
+    ) -> tuple[str, bytes | None, dict[str, str], str]:
         # One id for every try of a logical operation, so that the service's
         # log shows retries of the same call together.
         # Not uuid.uuid4: tests patch it to make the ids a graph assigns
         # reproducible, and a request of ours would shift them.
         request_id = secrets.token_hex(16)
-        headers = {REQUEST_ID_HEADER: request_id}
+        headers = {**self._headers, REQUEST_ID_HEADER: request_id}
         content: bytes | None = None
         if body is not None:
             content = ormsgpack.packb(body)
             headers["Content-Type"] = MSGPACK
-        return content, headers, request_id
+        target = path + ("?" + urlencode(params, quote_via=quote) if params else "")
+        return target, content, headers, request_id
 
     def request(
         self,
@@ -338,28 +275,31 @@ class Transport:
         params: Mapping[str, str] | None = None,
     ) -> Any:
         """Send a request, retrying transient failures; return the decoded body."""
-        content, headers, request_id = self._prepare(body)
-        client = self._sync_client()
+        target, content, headers, request_id = self._prepare(path, body, params)
 
         def attempt() -> Any:
             start = time.monotonic()
             try:
-                response = client.request(
-                    method, path, content=content, params=params, headers=headers
-                )
-            except httpx.TransportError as exc:
-                raise _connection_error(exc, request_id) from exc
-            logger.debug(
-                "%s %s -> %d in %.1fms (request %s)",
-                method,
-                path,
-                response.status_code,
-                (time.monotonic() - start) * 1000,
-                request_id,
-            )
-            return _parse_success(response, request_id)
+                reply = self._sync.send(method, target, content, headers)
+            except ConnectionFailed as exc:
+                raise SaverConnectionError("connection_error", str(exc), request_id=request_id) from exc
+            if logger.isEnabledFor(logging.DEBUG):
+                logger.debug("%s %s -> %d in %.1fms (request %s)", method, path, reply.status,
+                             (time.monotonic() - start) * 1000, request_id)
+            return _parse_success(reply, request_id)
 
-        for try_ in Retrying(**self._retrying_kwargs()):
+        started = time.monotonic()
+        try:
+            return attempt()
+        except _RETRYABLE as exc:
+            if self.retry.max_attempts <= 1 or self.retry.max_delay <= 0:
+                raise
+            wait = self._first_wait(exc)
+            if time.monotonic() - started + wait > self.retry.max_delay:
+                raise
+            _log_first_retry(exc, wait)
+            time.sleep(wait)
+        for try_ in Retrying(**self._retrying_kwargs(started)):
             with try_:
                 return attempt()
         raise AssertionError("unreachable: tenacity reraises the last error")
@@ -372,29 +312,36 @@ class Transport:
         body: Any = None,
         params: Mapping[str, str] | None = None,
     ) -> Any:
-        """Async twin of `request`, on the running loop's client."""
-        content, headers, request_id = self._prepare(body)
-        client = await self._async_client()
+        """Async twin of `request`, on the running loop's session."""
+        target, content, headers, request_id = self._prepare(path, body, params)
 
         async def attempt() -> Any:
             start = time.monotonic()
             try:
-                response = await client.request(
-                    method, path, content=content, params=params, headers=headers
-                )
-            except httpx.TransportError as exc:
-                raise _connection_error(exc, request_id) from exc
-            logger.debug(
-                "%s %s -> %d in %.1fms (request %s)",
-                method,
-                path,
-                response.status_code,
-                (time.monotonic() - start) * 1000,
-                request_id,
-            )
-            return _parse_success(response, request_id)
+                reply = await self._async.send(method, target, content, headers)
+            except ConnectionFailed as exc:
+                raise SaverConnectionError("connection_error", str(exc), request_id=request_id) from exc
+            if logger.isEnabledFor(logging.DEBUG):
+                logger.debug("%s %s -> %d in %.1fms (request %s)", method, path, reply.status,
+                             (time.monotonic() - start) * 1000, request_id)
+            return _parse_success(reply, request_id)
 
-        async for try_ in AsyncRetrying(**self._retrying_kwargs()):
+        started = time.monotonic()
+        try:
+            return await attempt()
+        except _RETRYABLE as exc:
+            if self.retry.max_attempts <= 1 or self.retry.max_delay <= 0:
+                raise
+            wait = self._first_wait(exc)
+            if time.monotonic() - started + wait > self.retry.max_delay:
+                raise
+            _log_first_retry(exc, wait)
+            await asyncio.sleep(wait)
+        async for try_ in AsyncRetrying(**self._retrying_kwargs(started)):
             with try_:
                 return await attempt()
         raise AssertionError("unreachable: tenacity reraises the last error")
+
+
+def _log_first_retry(exc: BaseException, wait: float) -> None:
+    logger.warning("saver request failed (attempt 1): %s; retrying in %.2fs", exc, wait)

@@ -17,7 +17,6 @@ from types import TracebackType
 from typing import Any, Literal, cast
 from urllib.parse import quote, urlsplit
 
-import httpx
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
     WRITES_IDX_MAP,
@@ -32,6 +31,7 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from saver_client._http import Timeout
 from saver_client._transport import RetryPolicy, Transport
 from saver_client._version import __version__
 from saver_client.errors import BadResponseError, ConflictError, NotFoundError
@@ -90,18 +90,22 @@ class HTTPSaver(BaseCheckpointSaver[str]):
     serializer (for example `EncryptedSerializer`) keeps working and the service
     only ever sees opaque bytes.
 
-    Sync methods use one shared, thread-safe connection pool; async methods use
-    one pool per event loop. Use it as a context manager, or call `close()` /
+    Sync methods keep one connection per thread; async methods use one pool per
+    event loop. Use it as a context manager, or call `close()` /
     `aclose()`, to release connections.
 
     Args:
         url: Base URL of the service, e.g. `http://127.0.0.1:8080`. Defaults to
-            the `SAVER_URL` environment variable.
+            the `SAVER_URL` environment variable. An https URL is verified
+            against the system's certificate authorities, or those of the
+            bundle `SSL_CERT_FILE` names.
         serde: Serializer for checkpoints, channel values and writes.
         api_key: Sent as `Authorization: Bearer <api_key>`. Defaults to the
             `SAVER_API_KEY` environment variable.
         headers: Extra headers sent with every request.
-        timeout: Per-request timeout in seconds, or an `httpx.Timeout`.
+        timeout: Seconds to wait for a connection and for each read of an
+            answer, or a `Timeout` (or anything with `connect` and `read`
+            attributes, such as an `httpx.Timeout`) to give them apart.
         retry: How connection failures and 503 answers are retried.
         scope: Retention of the threads this saver writes: `"session"` (expires
             after the service's session TTL, hours by default) or `"persistent"`.
@@ -128,7 +132,7 @@ class HTTPSaver(BaseCheckpointSaver[str]):
         serde: SerializerProtocol | None = None,
         api_key: str | None = None,
         headers: Mapping[str, str] | None = None,
-        timeout: float | httpx.Timeout = 30.0,
+        timeout: float | Timeout = 30.0,
         retry: RetryPolicy | None = None,
         scope: Scope | None = None,
         detect_conflicts: bool = False,
@@ -150,7 +154,7 @@ class HTTPSaver(BaseCheckpointSaver[str]):
         self._transport = Transport(
             base_url.rstrip("/"),
             headers=all_headers,
-            timeout=timeout if isinstance(timeout, httpx.Timeout) else httpx.Timeout(timeout),
+            timeout=Timeout.of(timeout),
             retry=retry or RetryPolicy(),
         )
 
