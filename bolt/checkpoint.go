@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"go.etcd.io/bbolt"
-
 	"github.com/saver-dev/saver"
 )
 
@@ -48,7 +46,7 @@ func (s *Store) PutCheckpoint(ctx context.Context, in saver.PutCheckpoint) error
 		refs = append(refs, blobKey(in.CheckpointRef, ch, ver))
 	}
 	var moved error // the conflict the last run of the function found
-	err = s.update(ctx, "put checkpoint", func(tx *bbolt.Tx) error {
+	err = s.update(ctx, "put checkpoint", func(tx kvTx) error {
 		now := s.Now()
 		if moved = nil; in.ExpectHead != nil {
 			head, err := headOf(tx.Bucket(bucketCheckpoints), in.CheckpointRef, now)
@@ -104,7 +102,7 @@ func (s *Store) GuardsHead() bool { return true }
 
 // headOf returns the id of the newest live checkpoint of ref's namespace,
 // "" if none: the one GetTuple returns as the latest.
-func headOf(cps *bbolt.Bucket, ref saver.CheckpointRef, now time.Time) (string, error) {
+func headOf(cps kvBucket, ref saver.CheckpointRef, now time.Time) (string, error) {
 	prefix := key(ref.Tenant, ref.ThreadID, ref.NS)
 	k, _, err := lastLive(cps.Cursor(), prefix, now)
 	if k == nil || err != nil {
@@ -126,7 +124,7 @@ func headName(id string) string {
 // namespace when ref.ID is empty; expired checkpoints are passed over.
 func (s *Store) GetTuple(ctx context.Context, ref saver.CheckpointRef) (*saver.Tuple, error) {
 	var tup *saver.Tuple
-	err := s.view(ctx, "get tuple", func(tx *bbolt.Tx) error {
+	err := s.view(ctx, "get tuple", func(tx kvTx) error {
 		now := s.Now()
 		cp, err := findCheckpoint(tx.Bucket(bucketCheckpoints), ref, now)
 		if err != nil {
@@ -146,7 +144,7 @@ func (s *Store) GetTuple(ctx context.Context, ref saver.CheckpointRef) (*saver.T
 
 // findCheckpoint returns the live checkpoint named by ref, or the latest
 // live one of its namespace when ref.ID is empty; nil if there is none.
-func findCheckpoint(cps *bbolt.Bucket, ref saver.CheckpointRef, now time.Time) (*saver.Checkpoint, error) {
+func findCheckpoint(cps kvBucket, ref saver.CheckpointRef, now time.Time) (*saver.Checkpoint, error) {
 	var v []byte
 	var err error
 	if ref.ID != "" {
@@ -168,7 +166,7 @@ func findCheckpoint(cps *bbolt.Bucket, ref saver.CheckpointRef, now time.Time) (
 // lastWithPrefix returns the last key that starts with prefix and is below
 // upper, with its value: one seek and one step back, whatever the number of
 // keys in the prefix.
-func lastWithPrefix(c *bbolt.Cursor, prefix, upper []byte) ([]byte, []byte) {
+func lastWithPrefix(c kvCursor, prefix, upper []byte) ([]byte, []byte) {
 	k, v := c.Seek(upper)
 	if k == nil {
 		k, v = c.Last()
@@ -184,7 +182,7 @@ func lastWithPrefix(c *bbolt.Cursor, prefix, upper []byte) ([]byte, []byte) {
 // readTuple completes a checkpoint with its values, resolved by direct
 // lookups through its channel versions, and its writes, leaving out what
 // has expired at now.
-func readTuple(tx *bbolt.Tx, cp *saver.Checkpoint, now time.Time) (*saver.Tuple, error) {
+func readTuple(tx kvTx, cp *saver.Checkpoint, now time.Time) (*saver.Tuple, error) {
 	tup := &saver.Tuple{Checkpoint: *cp}
 	bb := tx.Bucket(bucketBlobs)
 	for ch, ver := range cp.ChannelVersions {

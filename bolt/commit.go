@@ -3,8 +3,6 @@ package bolt
 import (
 	"fmt"
 	"sync"
-
-	"go.etcd.io/bbolt"
 )
 
 // groupCommit runs write functions in shared transactions without a timer.
@@ -14,7 +12,7 @@ import (
 // many. (bbolt's own Batch waits MaxBatchDelay before every commit, which
 // made each lone put at least a millisecond slower.)
 type groupCommit struct {
-	db  *bbolt.DB
+	db  engine
 	max int // most calls in one transaction
 
 	mu      sync.Mutex
@@ -23,14 +21,14 @@ type groupCommit struct {
 }
 
 type pendingWrite struct {
-	fn   func(*bbolt.Tx) error
+	fn   func(kvTx) error
 	done chan error
 }
 
 // do runs fn in a write transaction, possibly shared, and returns once that
 // transaction has committed or failed. fn may run more than once (see
 // commit), exactly as with bbolt's Batch.
-func (g *groupCommit) do(fn func(*bbolt.Tx) error) error {
+func (g *groupCommit) do(fn func(kvTx) error) error {
 	w := &pendingWrite{fn: fn, done: make(chan error, 1)}
 	g.mu.Lock()
 	g.queue = append(g.queue, w)
@@ -65,7 +63,7 @@ func (g *groupCommit) loop() {
 // its own, so every caller gets its own error and no failure undoes another
 // caller's write.
 func (g *groupCommit) commit(batch []*pendingWrite) {
-	err := g.db.Update(func(tx *bbolt.Tx) error {
+	err := g.db.Update(func(tx kvTx) error {
 		for _, w := range batch {
 			if err := safeRun(w.fn, tx); err != nil {
 				return err
@@ -80,13 +78,13 @@ func (g *groupCommit) commit(batch []*pendingWrite) {
 		return
 	}
 	for _, w := range batch {
-		w.done <- g.db.Update(func(tx *bbolt.Tx) error { return safeRun(w.fn, tx) })
+		w.done <- g.db.Update(func(tx kvTx) error { return safeRun(w.fn, tx) })
 	}
 }
 
 // safeRun turns a panic in fn into an error: fn runs on the commit
 // goroutine, where a panic would otherwise take the whole process down.
-func safeRun(fn func(*bbolt.Tx) error, tx *bbolt.Tx) (err error) {
+func safeRun(fn func(kvTx) error, tx kvTx) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("panic in write: %v", r)

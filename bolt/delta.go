@@ -4,8 +4,6 @@ import (
 	"context"
 	"time"
 
-	"go.etcd.io/bbolt"
-
 	"github.com/saver-dev/saver"
 )
 
@@ -17,7 +15,7 @@ func (s *Store) DeltaHistory(ctx context.Context, in saver.DeltaRequest) (map[st
 	if walk.Done() {
 		return walk.Result(), nil
 	}
-	err := s.view(ctx, "delta history", func(tx *bbolt.Tx) error {
+	err := s.view(ctx, "delta history", func(tx kvTx) error {
 		now := s.Now()
 		cps, bb := tx.Bucket(bucketCheckpoints), tx.Bucket(bucketBlobs)
 		cp, err := findCheckpoint(cps, in.CheckpointRef, now)
@@ -56,7 +54,7 @@ func (s *Store) DeltaHistory(ctx context.Context, in saver.DeltaRequest) (map[st
 
 // liveValue returns the checkpoint's value of channel: its blob at the
 // checkpoint's version, unless absent, empty or expired.
-func liveValue(bb *bbolt.Bucket, cp *saver.Checkpoint, channel string, now time.Time) (*saver.Typed, error) {
+func liveValue(bb kvBucket, cp *saver.Checkpoint, channel string, now time.Time) (*saver.Typed, error) {
 	ver, ok := cp.ChannelVersions[channel]
 	if !ok {
 		return nil, nil

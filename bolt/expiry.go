@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
-	"go.etcd.io/bbolt"
 
 	"github.com/saver-dev/saver"
 )
@@ -93,7 +92,7 @@ func appendMapLen(b []byte, n int) []byte {
 
 // getLive returns the value under k, or nil if there is none or it has
 // expired at now.
-func getLive(b *bbolt.Bucket, k []byte, now time.Time) ([]byte, error) {
+func getLive(b kvBucket, k []byte, now time.Time) ([]byte, error) {
 	v := b.Get(k)
 	if v == nil {
 		return nil, nil
@@ -107,7 +106,7 @@ func getLive(b *bbolt.Bucket, k []byte, now time.Time) ([]byte, error) {
 // lastLive returns the newest checkpoint under prefix, a (tenant, thread,
 // ns) key, that has not expired at now: one seek to the end of the
 // namespace, then back over expired checkpoints. Nil if there is none.
-func lastLive(c *bbolt.Cursor, prefix []byte, now time.Time) ([]byte, []byte, error) {
+func lastLive(c kvCursor, prefix []byte, now time.Time) ([]byte, []byte, error) {
 	k, v := lastWithPrefix(c, prefix, prefixEnd(prefix))
 	for ; k != nil && bytes.HasPrefix(k, prefix); k, v = c.Prev() {
 		ok, err := live(v, now)
@@ -125,7 +124,7 @@ func lastLive(c *bbolt.Cursor, prefix []byte, now time.Time) ([]byte, []byte, er
 // under k for a checkpoint expiring at expiresAt: a point lookup, and a
 // rewrite only when the blob would expire first. A missing or expired blob
 // is left alone: what has expired never comes back.
-func extendBlob(bb *bbolt.Bucket, k []byte, expiresAt int64, now time.Time) error {
+func extendBlob(bb kvBucket, k []byte, expiresAt int64, now time.Time) error {
 	v := bb.Get(k)
 	if v == nil {
 		return nil
@@ -151,7 +150,7 @@ func extendBlob(bb *bbolt.Bucket, k []byte, expiresAt int64, now time.Time) erro
 // checkpoint of the namespace.
 // Returns ENOTFOUND if the checkpoint does not exist or has expired.
 func (s *Store) SetExpiry(ctx context.Context, ref saver.CheckpointRef, expiresAt int64) error {
-	return s.update(ctx, "set expiry", func(tx *bbolt.Tx) error {
+	return s.update(ctx, "set expiry", func(tx kvTx) error {
 		now := s.Now()
 		cps := tx.Bucket(bucketCheckpoints)
 		var k, v []byte
@@ -200,7 +199,7 @@ func (s *Store) SetExpiry(ctx context.Context, ref saver.CheckpointRef, expiresA
 
 // extendWrites makes the live writes of the checkpoint whose key is ck (the
 // prefix of its writes' keys) expire no earlier than expiresAt.
-func extendWrites(wb *bbolt.Bucket, ck []byte, expiresAt int64, now time.Time) error {
+func extendWrites(wb kvBucket, ck []byte, expiresAt int64, now time.Time) error {
 	// Collect before writing: a bbolt cursor is not safe to move on after
 	// its bucket changed.
 	var ks, vs [][]byte
@@ -245,7 +244,7 @@ func (s *Store) Sweep(ctx context.Context) (int, error) {
 		for {
 			var deleted int
 			var next []byte
-			err := s.update(ctx, "sweep", func(tx *bbolt.Tx) error {
+			err := s.update(ctx, "sweep", func(tx kvTx) error {
 				now := s.Now()
 				b := tx.Bucket(name)
 				var doomed [][]byte

@@ -10,7 +10,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/vmihailenco/msgpack/v5"
-	"go.etcd.io/bbolt"
 
 	"github.com/saver-dev/saver"
 	"github.com/saver-dev/saver/storetest"
@@ -32,7 +31,7 @@ func openClocked(t *testing.T) (*Store, *storetest.Clock) {
 func rawGet(t *testing.T, s *Store, name, k []byte) []byte {
 	t.Helper()
 	var v []byte
-	if err := s.db.View(func(tx *bbolt.Tx) error {
+	if err := s.db.View(func(tx kvTx) error {
 		v = bytes.Clone(tx.Bucket(name).Get(k))
 		return nil
 	}); err != nil {
@@ -49,7 +48,7 @@ func rawPut(t *testing.T, s *Store, name, k []byte, v any) {
 	if err != nil {
 		t.Fatalf("Marshal: %v", err)
 	}
-	if err := s.db.Update(func(tx *bbolt.Tx) error { return tx.Bucket(name).Put(k, b) }); err != nil {
+	if err := s.db.Update(func(tx kvTx) error { return tx.Bucket(name).Put(k, b) }); err != nil {
 		t.Fatalf("Update: %v", err)
 	}
 }
@@ -279,9 +278,9 @@ func TestSetExpiryLatest(t *testing.T) {
 func countKeys(t *testing.T, s *Store) [3]int {
 	t.Helper()
 	var n [3]int
-	if err := s.db.View(func(tx *bbolt.Tx) error {
+	if err := s.db.View(func(tx kvTx) error {
 		for i, name := range threadBuckets {
-			n[i] = tx.Bucket(name).Stats().KeyN
+			n[i] = keyCount(tx.Bucket(name))
 		}
 		return nil
 	}); err != nil {

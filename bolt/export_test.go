@@ -3,3 +3,13 @@ package bolt
 // SetScanHook makes DeleteForRuns call hook inside the transaction in which
 // it looks for the runs' checkpoints, once it has read the first.
 func (s *Store) SetScanHook(hook func()) { s.scanHook = hook }
+
+// keyCount counts the keys of a bucket.
+func keyCount(b kvBucket) int {
+	n := 0
+	c := b.Cursor()
+	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		n++
+	}
+	return n
+}

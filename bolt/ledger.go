@@ -6,8 +6,6 @@ import (
 	"crypto/rand"
 	"time"
 
-	"go.etcd.io/bbolt"
-
 	"github.com/saver-dev/saver"
 )
 
@@ -39,7 +37,7 @@ func (s *Store) Claim(ctx context.Context, in saver.ClaimRequest) (*saver.Claim,
 		claim *saver.Claim
 		grant *ledgerRecord
 	)
-	err := s.view(ctx, "claim", func(tx *bbolt.Tx) error {
+	err := s.view(ctx, "claim", func(tx kvTx) error {
 		rec, err := getLedger(tx, lk)
 		if err != nil {
 			return err
@@ -57,7 +55,7 @@ func (s *Store) Claim(ctx context.Context, in saver.ClaimRequest) (*saver.Claim,
 	// rollback, and each run decides afresh; only the committed run's
 	// answer leaves, so a token never reaches a caller without its record.
 	token := rand.Text()
-	err = s.update(ctx, "claim", func(tx *bbolt.Tx) error {
+	err = s.update(ctx, "claim", func(tx kvTx) error {
 		now := s.Now()
 		rec, err := getLedger(tx, lk)
 		if err != nil {
@@ -146,7 +144,7 @@ func (s *Store) settle(ctx context.Context, op, tenant, key, token string, out l
 	// outcome is the caller's answer. Returning it from the function
 	// instead would roll back, and rerun, every call batched with it.
 	var outcome error
-	err := s.update(ctx, op, func(tx *bbolt.Tx) error {
+	err := s.update(ctx, op, func(tx kvTx) error {
 		outcome = nil
 		now := s.Now()
 		rec, err := getLedger(tx, lk)
@@ -187,7 +185,7 @@ func sameOutcome(rec, out *ledgerRecord) bool {
 }
 
 // getLedger returns the record of a ledger key, expired or not; nil if none.
-func getLedger(tx *bbolt.Tx, lk []byte) (*ledgerRecord, error) {
+func getLedger(tx kvTx, lk []byte) (*ledgerRecord, error) {
 	v := tx.Bucket(bucketLedger).Get(lk)
 	if v == nil {
 		return nil, nil
@@ -197,7 +195,7 @@ func getLedger(tx *bbolt.Tx, lk []byte) (*ledgerRecord, error) {
 
 // putLedger stores rec under lk in place of old (nil if none), and moves
 // its entry in the expiry index.
-func putLedger(tx *bbolt.Tx, lk []byte, old, rec *ledgerRecord) error {
+func putLedger(tx kvTx, lk []byte, old, rec *ledgerRecord) error {
 	v, err := encodeLedger(rec)
 	if err != nil {
 		return err
@@ -215,7 +213,7 @@ func putLedger(tx *bbolt.Tx, lk []byte, old, rec *ledgerRecord) error {
 }
 
 // sweepLedger deletes up to max records expired at now, the oldest first.
-func sweepLedger(tx *bbolt.Tx, now int64, max int) error {
+func sweepLedger(tx kvTx, now int64, max int) error {
 	eb := tx.Bucket(bucketLedgerExpiry)
 	var doomed [][]byte
 	c := eb.Cursor()

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"go.etcd.io/bbolt"
-
 	"github.com/saver-dev/saver"
 	"github.com/saver-dev/saver/storetest"
 )
@@ -16,9 +14,9 @@ import (
 // count returns the number of keys in each ledger bucket.
 func countLedger(t *testing.T, s *Store) (records, expiries int) {
 	t.Helper()
-	err := s.db.View(func(tx *bbolt.Tx) error {
-		records = tx.Bucket(bucketLedger).Stats().KeyN
-		expiries = tx.Bucket(bucketLedgerExpiry).Stats().KeyN
+	err := s.db.View(func(tx kvTx) error {
+		records = keyCount(tx.Bucket(bucketLedger))
+		expiries = keyCount(tx.Bucket(bucketLedgerExpiry))
 		return nil
 	})
 	if err != nil {

@@ -6,8 +6,6 @@ import (
 	"context"
 	"time"
 
-	"go.etcd.io/bbolt"
-
 	"github.com/saver-dev/saver"
 )
 
@@ -21,7 +19,7 @@ import (
 // With no thread, the groups are every (thread, namespace) of the tenant.
 func (s *Store) ListCheckpoints(ctx context.Context, f saver.ListFilter) ([]*saver.Tuple, error) {
 	var out []*saver.Tuple
-	err := s.view(ctx, "list checkpoints", func(tx *bbolt.Tx) error {
+	err := s.view(ctx, "list checkpoints", func(tx kvTx) error {
 		out = nil
 		now := s.Now()
 		cps := tx.Bucket(bucketCheckpoints)
@@ -72,7 +70,7 @@ func (s *Store) ListCheckpoints(ctx context.Context, f saver.ListFilter) ([]*sav
 
 // listed returns the tuple of the iterator's current checkpoint, or nil if
 // it has expired at now or f does not match it.
-func listed(tx *bbolt.Tx, it *groupIter, f saver.ListFilter, now time.Time) (*saver.Tuple, error) {
+func listed(tx kvTx, it *groupIter, f saver.ListFilter, now time.Time) (*saver.Tuple, error) {
 	if ok, err := live(it.v, now); !ok {
 		return nil, err
 	}
@@ -84,7 +82,7 @@ func listed(tx *bbolt.Tx, it *groupIter, f saver.ListFilter, now time.Time) (*sa
 }
 
 // listGroups returns the (thread, namespace) groups in the filter's scope.
-func listGroups(ctx context.Context, c *bbolt.Cursor, f saver.ListFilter) ([]saver.CheckpointRef, error) {
+func listGroups(ctx context.Context, c kvCursor, f saver.ListFilter) ([]saver.CheckpointRef, error) {
 	if f.ThreadID != "" && f.NS != nil {
 		return []saver.CheckpointRef{{Tenant: f.Tenant, ThreadID: f.ThreadID, NS: *f.NS}}, nil
 	}
@@ -108,7 +106,7 @@ func listGroups(ctx context.Context, c *bbolt.Cursor, f saver.ListFilter) ([]sav
 // distinct returns the distinct tuples of the n components that follow
 // prefix in the keys under it. It seeks past each tuple's range instead of
 // reading it: one seek per tuple found.
-func distinct(ctx context.Context, c *bbolt.Cursor, prefix []byte, n int) ([][]string, error) {
+func distinct(ctx context.Context, c kvCursor, prefix []byte, n int) ([][]string, error) {
 	var out [][]string
 	k, _ := c.Seek(prefix)
 	for i := 0; k != nil && bytes.HasPrefix(k, prefix); i++ {
@@ -131,7 +129,7 @@ func distinct(ctx context.Context, c *bbolt.Cursor, prefix []byte, n int) ([][]s
 
 // groupIter walks the checkpoints of one (thread, namespace) backwards.
 type groupIter struct {
-	c      *bbolt.Cursor
+	c      kvCursor
 	prefix []byte
 	// lower is the smallest key the filter can match; nil when unbounded.
 	lower []byte
@@ -143,7 +141,7 @@ type groupIter struct {
 // newGroupIter positions an iterator on the group's highest checkpoint id
 // that f allows: below Before, at most the After cursor's id and at most
 // the requested id.
-func newGroupIter(c *bbolt.Cursor, g saver.CheckpointRef, f saver.ListFilter) *groupIter {
+func newGroupIter(c kvCursor, g saver.CheckpointRef, f saver.ListFilter) *groupIter {
 	it := &groupIter{c: c, prefix: key(g.Tenant, g.ThreadID, g.NS), ref: g}
 	upper := prefixEnd(it.prefix)
 	capAt := func(b []byte) {

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"go.etcd.io/bbolt"
-
 	"github.com/saver-dev/saver"
 )
 
@@ -28,7 +26,7 @@ var (
 func (s *Store) ListNodes(ctx context.Context, tenant, threadID string) ([]saver.Node, error) {
 	prefix := key(tenant, threadID)
 	var nodes []saver.Node
-	err := s.view(ctx, "list nodes", func(tx *bbolt.Tx) error {
+	err := s.view(ctx, "list nodes", func(tx kvTx) error {
 		now := s.Now()
 		// keys[i] is the key of nodes[i] after the thread prefix: (ns, id).
 		// It aliases the file, which is fine until the transaction ends.
@@ -75,7 +73,7 @@ func (s *Store) ListNodes(ctx context.Context, tenant, threadID string) ([]saver
 // finds each write's checkpoint without a lookup. Writes on checkpoints that
 // were never put (or have expired) fall between nodes and are passed over.
 // Only an error or interrupt write's value is read, for its expiry.
-func flagNodes(ctx context.Context, c *bbolt.Cursor, prefix []byte, nodes []saver.Node, keys [][]byte, now time.Time) error {
+func flagNodes(ctx context.Context, c kvCursor, prefix []byte, nodes []saver.Node, keys [][]byte, now time.Time) error {
 	i, n := 0, 0
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && i < len(keys); k, v = c.Next() {
 		if err := checkCtx(ctx, n); err != nil {

@@ -143,7 +143,7 @@ type Store struct {
 	Now func() time.Time
 
 	path   string
-	db     *bbolt.DB
+	db     engine
 	writes *groupCommit
 	full   atomic.Bool // a write failed for want of space, and none has succeeded since (space.go)
 	// scanHook, when set (by tests), runs inside DeleteForRuns's scan.
@@ -231,8 +231,8 @@ func Open(path string, opts ...Option) (*Store, error) {
 		of.undo(path)
 		return nil, fmt.Errorf("bolt: create buckets in %s: %w", path, err)
 	}
-	s.db = db
-	s.writes = &groupCommit{db: db, max: s.MaxBatchSize}
+	s.db = &boltEngine{db}
+	s.writes = &groupCommit{db: s.db, max: s.MaxBatchSize}
 	s.Logger.Info("store opened", "path", path, "created", of.created)
 	return s, nil
 }
@@ -256,7 +256,7 @@ func (s *Store) Ping(ctx context.Context) error {
 		}
 		s.noteWrite(nil)
 	}
-	return s.view(ctx, "ping", func(tx *bbolt.Tx) error {
+	return s.view(ctx, "ping", func(tx kvTx) error {
 		for _, name := range buckets {
 			if tx.Bucket(name) == nil {
 				return fmt.Errorf("bucket %s is missing", name)
@@ -267,7 +267,7 @@ func (s *Store) Ping(ctx context.Context) error {
 }
 
 // view runs fn in a read transaction and translates its error.
-func (s *Store) view(ctx context.Context, op string, fn func(tx *bbolt.Tx) error) error {
+func (s *Store) view(ctx context.Context, op string, fn func(tx kvTx) error) error {
 	if err := ctx.Err(); err != nil {
 		return translate(op, err)
 	}
@@ -277,7 +277,7 @@ func (s *Store) view(ctx context.Context, op string, fn func(tx *bbolt.Tx) error
 // update runs fn in a shared write transaction and translates its error.
 // The group commit may run fn more than once (when another write in its
 // transaction fails), so fn must only touch the transaction.
-func (s *Store) update(ctx context.Context, op string, fn func(tx *bbolt.Tx) error) error {
+func (s *Store) update(ctx context.Context, op string, fn func(tx kvTx) error) error {
 	if err := ctx.Err(); err != nil {
 		return translate(op, err)
 	}

@@ -5,8 +5,6 @@ import (
 	"context"
 	"time"
 
-	"go.etcd.io/bbolt"
-
 	"github.com/saver-dev/saver"
 )
 
@@ -39,10 +37,10 @@ func (s *Store) DeleteThread(ctx context.Context, tenant, threadID string) error
 // maxDeleteBatch deletions, each resuming after the last key the previous
 // one looked at. doomed gets the transaction, the key after prefix and the
 // value.
-func (s *Store) deleteWhere(ctx context.Context, op string, bucket, prefix []byte, doomed func(tx *bbolt.Tx, rest, v []byte) (bool, error)) error {
+func (s *Store) deleteWhere(ctx context.Context, op string, bucket, prefix []byte, doomed func(tx kvTx, rest, v []byte) (bool, error)) error {
 	from := prefix
 	for from != nil {
-		err := s.update(ctx, op, func(tx *bbolt.Tx) error {
+		err := s.update(ctx, op, func(tx kvTx) error {
 			var err error
 			from, err = deleteBatch(tx, bucket, prefix, from, doomed)
 			return err
@@ -58,7 +56,7 @@ func (s *Store) deleteWhere(ctx context.Context, op string, bucket, prefix []byt
 // the key from on, and returns the key to resume at, nil when it reached
 // the end of prefix. Keys are collected first: a bbolt cursor is not safe
 // to move on after its bucket changed.
-func deleteBatch(tx *bbolt.Tx, bucket, prefix, from []byte, doomed func(tx *bbolt.Tx, rest, v []byte) (bool, error)) ([]byte, error) {
+func deleteBatch(tx kvTx, bucket, prefix, from []byte, doomed func(tx kvTx, rest, v []byte) (bool, error)) ([]byte, error) {
 	b := tx.Bucket(bucket)
 	var keys [][]byte
 	c := b.Cursor()
@@ -88,7 +86,7 @@ func deleteBatch(tx *bbolt.Tx, bucket, prefix, from []byte, doomed func(tx *bbol
 }
 
 // deletePrefix deletes every key under prefix, in the caller's transaction.
-func deletePrefix(b *bbolt.Bucket, prefix []byte) error {
+func deletePrefix(b kvBucket, prefix []byte) error {
 	var doomed [][]byte
 	c := b.Cursor()
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
@@ -133,7 +131,7 @@ func (s *Store) DeleteForRuns(ctx context.Context, tenant string, runIDs []strin
 	if err != nil {
 		return err
 	}
-	err = s.view(ctx, "delete for runs", func(tx *bbolt.Tx) error {
+	err = s.view(ctx, "delete for runs", func(tx kvTx) error {
 		return checkRunChains(ctx, tx, doomed, s.Now())
 	})
 	if err != nil {
@@ -141,7 +139,7 @@ func (s *Store) DeleteForRuns(ctx context.Context, tenant string, runIDs []strin
 	}
 	for start := 0; start < len(doomed); start += maxRunBatch {
 		batch := doomed[start:min(start+maxRunBatch, len(doomed))]
-		err := s.update(ctx, "delete for runs", func(tx *bbolt.Tx) error {
+		err := s.update(ctx, "delete for runs", func(tx kvTx) error {
 			cps, wb := tx.Bucket(bucketCheckpoints), tx.Bucket(bucketWrites)
 			for _, d := range batch {
 				k := checkpointKey(d.ref)
@@ -184,7 +182,7 @@ func (s *Store) findRuns(ctx context.Context, tenant string, runs map[string]boo
 	var out []runCheckpoint
 	n := 0
 	for from := prefix; from != nil; {
-		err := s.view(ctx, "delete for runs", func(tx *bbolt.Tx) error {
+		err := s.view(ctx, "delete for runs", func(tx kvTx) error {
 			c := tx.Bucket(bucketCheckpoints).Cursor()
 			k, v := c.Seek(from)
 			for i := 0; k != nil && bytes.HasPrefix(k, prefix) && i < maxScanBatch; k, v = c.Next() {
@@ -223,7 +221,7 @@ func (s *Store) findRuns(ctx context.Context, tenant string, runs map[string]boo
 
 // checkRunChains fails with ECONFLICT when deleting doomed would leave a
 // checkpoint that stays without part of its Chain (see saver.Severs).
-func checkRunChains(ctx context.Context, tx *bbolt.Tx, doomed []runCheckpoint, now time.Time) error {
+func checkRunChains(ctx context.Context, tx kvTx, doomed []runCheckpoint, now time.Time) error {
 	type nsKey struct{ thread, ns string }
 	gone := map[nsKey]map[string]bool{}
 	var order []nsKey
@@ -254,7 +252,7 @@ func checkRunChains(ctx context.Context, tx *bbolt.Tx, doomed []runCheckpoint, n
 
 // childLinks returns, for every live checkpoint of ref's namespace, the ids
 // of its live children, from the parent links alone.
-func childLinks(ctx context.Context, tx *bbolt.Tx, ref saver.CheckpointRef, now time.Time) (map[string][]string, error) {
+func childLinks(ctx context.Context, tx kvTx, ref saver.CheckpointRef, now time.Time) (map[string][]string, error) {
 	prefix := key(ref.Tenant, ref.ThreadID, ref.NS)
 	out := map[string][]string{}
 	c := tx.Bucket(bucketCheckpoints).Cursor()
@@ -284,13 +282,13 @@ func childLinks(ctx context.Context, tx *bbolt.Tx, ref saver.CheckpointRef, now 
 // chainReader builds the saver.ChainNode of a namespace's checkpoints on
 // demand, from their records and the blobs they reference.
 type chainReader struct {
-	tx    *bbolt.Tx
+	tx    kvTx
 	ref   saver.CheckpointRef
 	now   time.Time
 	nodes map[string]*saver.ChainNode
 }
 
-func newChainReader(tx *bbolt.Tx, ref saver.CheckpointRef, now time.Time) *chainReader {
+func newChainReader(tx kvTx, ref saver.CheckpointRef, now time.Time) *chainReader {
 	return &chainReader{tx: tx, ref: ref, now: now, nodes: map[string]*saver.ChainNode{}}
 }
 
@@ -326,7 +324,7 @@ func (r *chainReader) node(id string) (*saver.ChainNode, error) {
 // its whole chain.
 func (s *Store) CopyThread(ctx context.Context, tenant, src, dst string) error {
 	srcPrefix, dstPrefix := key(tenant, src), key(tenant, dst)
-	return s.update(ctx, "copy thread", func(tx *bbolt.Tx) error {
+	return s.update(ctx, "copy thread", func(tx kvTx) error {
 		now := s.Now()
 		found := false
 		c := tx.Bucket(bucketCheckpoints).Cursor()
@@ -402,7 +400,7 @@ func (s *Store) keepLatest(ctx context.Context, thread saver.CheckpointRef) erro
 		latest map[string]string          // namespace -> latest live checkpoint id
 		kept   map[string]map[string]bool // namespace -> ids kept
 	)
-	err := s.view(ctx, "prune", func(tx *bbolt.Tx) error {
+	err := s.view(ctx, "prune", func(tx kvTx) error {
 		var err error
 		latest, kept, err = planKeepLatest(ctx, tx, thread, s.Now())
 		return err
@@ -420,7 +418,7 @@ func (s *Store) keepLatest(ctx context.Context, thread saver.CheckpointRef) erro
 	}
 	// Checkpoints: those older than their namespace's latest and not kept;
 	// in a namespace with no live checkpoint, the expired ones.
-	err = s.deleteWhere(ctx, "prune", bucketCheckpoints, prefix, func(_ *bbolt.Tx, rest, v []byte) (bool, error) {
+	err = s.deleteWhere(ctx, "prune", bucketCheckpoints, prefix, func(_ kvTx, rest, v []byte) (bool, error) {
 		ns, id, _, err := nsID(rest)
 		if err != nil {
 			return false, err
@@ -436,7 +434,7 @@ func (s *Store) keepLatest(ctx context.Context, thread saver.CheckpointRef) erro
 	}
 	// Writes: those whose checkpoint is not stored, unless newer than the
 	// latest (their checkpoint may be on its way).
-	err = s.deleteWhere(ctx, "prune", bucketWrites, prefix, func(tx *bbolt.Tx, rest, _ []byte) (bool, error) {
+	err = s.deleteWhere(ctx, "prune", bucketWrites, prefix, func(tx kvTx, rest, _ []byte) (bool, error) {
 		ns, id, _, err := nsID(rest)
 		if err != nil {
 			return false, err
@@ -453,12 +451,12 @@ func (s *Store) keepLatest(ctx context.Context, thread saver.CheckpointRef) erro
 	// Blobs: those no stored checkpoint references, read again per batch.
 	from := prefix
 	for from != nil {
-		err := s.update(ctx, "prune", func(tx *bbolt.Tx) error {
+		err := s.update(ctx, "prune", func(tx kvTx) error {
 			referenced, err := referencedBlobs(ctx, tx, thread)
 			if err != nil {
 				return err
 			}
-			from, err = deleteBatch(tx, bucketBlobs, prefix, from, func(_ *bbolt.Tx, rest, _ []byte) (bool, error) {
+			from, err = deleteBatch(tx, bucketBlobs, prefix, from, func(_ kvTx, rest, _ []byte) (bool, error) {
 				return !referenced[string(rest)], nil
 			})
 			return err
@@ -472,7 +470,7 @@ func (s *Store) keepLatest(ctx context.Context, thread saver.CheckpointRef) erro
 
 // planKeepLatest returns each namespace's latest live checkpoint and the
 // ids keep_latest keeps there: the latest and its Chain.
-func planKeepLatest(ctx context.Context, tx *bbolt.Tx, thread saver.CheckpointRef, now time.Time) (map[string]string, map[string]map[string]bool, error) {
+func planKeepLatest(ctx context.Context, tx kvTx, thread saver.CheckpointRef, now time.Time) (map[string]string, map[string]map[string]bool, error) {
 	prefix := key(thread.Tenant, thread.ThreadID)
 	cps := tx.Bucket(bucketCheckpoints)
 	nss, err := distinct(ctx, cps.Cursor(), prefix, 1)
@@ -511,7 +509,7 @@ func planKeepLatest(ctx context.Context, tx *bbolt.Tx, thread saver.CheckpointRe
 
 // referencedBlobs returns the blob keys (after the thread prefix) that the
 // thread's stored checkpoints reference through their channel versions.
-func referencedBlobs(ctx context.Context, tx *bbolt.Tx, thread saver.CheckpointRef) (map[string]bool, error) {
+func referencedBlobs(ctx context.Context, tx kvTx, thread saver.CheckpointRef) (map[string]bool, error) {
 	prefix := key(thread.Tenant, thread.ThreadID)
 	out := map[string]bool{}
 	c := tx.Bucket(bucketCheckpoints).Cursor()

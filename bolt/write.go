@@ -7,8 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"go.etcd.io/bbolt"
-
 	"github.com/saver-dev/saver"
 )
 
@@ -33,7 +31,7 @@ func (s *Store) PutWrites(ctx context.Context, in saver.PutWrites) error {
 		}
 		writes[i] = kv{writeKey(in.CheckpointRef, w.TaskID, w.Idx), v, w.Upserts()}
 	}
-	return s.update(ctx, "put writes", func(tx *bbolt.Tx) error {
+	return s.update(ctx, "put writes", func(tx kvTx) error {
 		now := s.Now()
 		wb := tx.Bucket(bucketWrites)
 		for _, w := range writes {
@@ -58,7 +56,7 @@ func (s *Store) PutWrites(ctx context.Context, in saver.PutWrites) error {
 // now, ordered by (task_path, task_id, idx). Keys give (task_id, idx)
 // order; the task path is in the value, so the final order is a stable sort
 // by it.
-func readWrites(tx *bbolt.Tx, ref saver.CheckpointRef, now time.Time) ([]saver.Write, error) {
+func readWrites(tx kvTx, ref saver.CheckpointRef, now time.Time) ([]saver.Write, error) {
 	prefix := checkpointKey(ref)
 	var writes []saver.Write
 	c := tx.Bucket(bucketWrites).Cursor()

@@ -1,0 +1,93 @@
+package bolt
+
+import (
+	"errors"
+
+	"go.etcd.io/bbolt"
+)
+
+// The store keeps its data in an ordered key-value engine seen through the
+// small API below, shaped like bbolt's: read transactions that see one
+// state, write transactions that commit durably or not at all, buckets and
+// cursors. Two engines implement it: Pebble (pebble.go), the default for a
+// new store, whose write-ahead log commits with one sync, and bbolt, which
+// stores written before Pebble keep opening on (its commits sync twice: the
+// pages, then the meta page).
+//
+// Keys and values a cursor or Get returns are valid until the transaction
+// ends, or, from a cursor, until it moves: callers copy what they keep
+// longer. A cursor must not move on after its bucket changed in the same
+// transaction (bbolt's rule): callers collect keys, then write.
+
+// kvTx is a transaction: read-only from engine.View, read-write from
+// engine.Update.
+type kvTx interface {
+	// Bucket returns the named bucket, nil if the store has none of the name.
+	Bucket(name []byte) kvBucket
+}
+
+// kvBucket is one bucket of a transaction.
+type kvBucket interface {
+	Get(k []byte) []byte
+	Put(k, v []byte) error
+	Delete(k []byte) error
+	Cursor() kvCursor
+}
+
+// kvCursor walks a bucket in key order; each move returns the key and value
+// it lands on, nil at either end.
+type kvCursor interface {
+	First() (k, v []byte)
+	Last() (k, v []byte)
+	Seek(seek []byte) (k, v []byte)
+	Next() (k, v []byte)
+	Prev() (k, v []byte)
+}
+
+// engine is the key-value engine under a Store.
+type engine interface {
+	// View runs fn in a read transaction.
+	View(fn func(kvTx) error) error
+	// Update runs fn in a write transaction and commits it durably (synced
+	// to disk) when fn succeeds; nothing of it is stored otherwise. Calls
+	// are serialised by the caller (groupCommit).
+	Update(fn func(kvTx) error) error
+	// Close releases the store.
+	Close() error
+	// Name is the engine's name, for logs.
+	Name() string
+}
+
+// errClosed is an engine used after Close.
+var errClosed = errors.New("the store is closed")
+
+// boltEngine is bbolt under the API.
+type boltEngine struct{ db *bbolt.DB }
+
+func (e *boltEngine) View(fn func(kvTx) error) error {
+	return e.db.View(func(tx *bbolt.Tx) error { return fn(boltTx{tx}) })
+}
+
+func (e *boltEngine) Update(fn func(kvTx) error) error {
+	return e.db.Update(func(tx *bbolt.Tx) error { return fn(boltTx{tx}) })
+}
+
+func (e *boltEngine) Close() error { return e.db.Close() }
+func (e *boltEngine) Name() string { return "bbolt" }
+
+type boltTx struct{ tx *bbolt.Tx }
+
+func (t boltTx) Bucket(name []byte) kvBucket {
+	b := t.tx.Bucket(name)
+	if b == nil {
+		return nil
+	}
+	return boltBucket{b}
+}
+
+type boltBucket struct{ b *bbolt.Bucket }
+
+func (b boltBucket) Get(k []byte) []byte   { return b.b.Get(k) }
+func (b boltBucket) Put(k, v []byte) error { return b.b.Put(k, v) }
+func (b boltBucket) Delete(k []byte) error { return b.b.Delete(k) }
+func (b boltBucket) Cursor() kvCursor      { return b.b.Cursor() }
