@@ -16,12 +16,16 @@ import (
 )
 
 func BenchmarkPutCheckpoint(b *testing.B) {
-	s := MustOpen(b, filepath.Join(b.TempDir(), "saver.db"))
-	ref := storetest.NewRef()
-	for i := 0; b.Loop(); i++ {
-		in := storetest.NewCheckpoint(ref, fmt.Sprintf("%08d", i))
-		storetest.SetChannel(&in, "messages", fmt.Sprint(i), "hello")
-		storetest.MustPutCheckpoint(b, s, in)
+	for _, e := range engines {
+		b.Run(e, func(b *testing.B) {
+			s := MustOpen(b, filepath.Join(b.TempDir(), "saver.db"), bolt.WithEngine(e))
+			ref := storetest.NewRef()
+			for i := 0; b.Loop(); i++ {
+				in := storetest.NewCheckpoint(ref, fmt.Sprintf("%08d", i))
+				storetest.SetChannel(&in, "messages", fmt.Sprint(i), "hello")
+				storetest.MustPutCheckpoint(b, s, in)
+			}
+		})
 	}
 }
 
@@ -59,15 +63,19 @@ func BenchmarkPutCheckpointParallel(b *testing.B) {
 }
 
 func BenchmarkGetLatest(b *testing.B) {
-	s := MustOpen(b, filepath.Join(b.TempDir(), "saver.db"))
-	ref := storetest.NewRef()
-	for i := range 1000 {
-		in := storetest.NewCheckpoint(ref, fmt.Sprintf("%08d", i))
-		storetest.SetChannel(&in, "messages", fmt.Sprint(i), "hello")
-		storetest.MustPutCheckpoint(b, s, in)
-	}
-	for b.Loop() {
-		storetest.MustGetTuple(b, s, ref)
+	for _, e := range engines {
+		b.Run(e, func(b *testing.B) {
+			s := MustOpen(b, filepath.Join(b.TempDir(), "saver.db"), bolt.WithEngine(e))
+			ref := storetest.NewRef()
+			for i := range 1000 {
+				in := storetest.NewCheckpoint(ref, fmt.Sprintf("%08d", i))
+				storetest.SetChannel(&in, "messages", fmt.Sprint(i), "hello")
+				storetest.MustPutCheckpoint(b, s, in)
+			}
+			for b.Loop() {
+				storetest.MustGetTuple(b, s, ref)
+			}
+		})
 	}
 }
 
@@ -115,14 +123,18 @@ func putLongThread(tb testing.TB, s *bolt.Store, n int) saver.CheckpointRef {
 // BenchmarkListNodes10k lists the nodes of a 10,000-checkpoint thread, as
 // every tree query does.
 func BenchmarkListNodes10k(b *testing.B) {
-	s := MustOpen(b, filepath.Join(b.TempDir(), "saver.db"))
-	ref := putLongThread(b, s, 10_000)
-	b.ReportAllocs()
-	for b.Loop() {
-		nodes, err := s.ListNodes(b.Context(), ref.Tenant, ref.ThreadID)
-		if err != nil || len(nodes) != 10_000 {
-			b.Fatalf("ListNodes = %d nodes, %v", len(nodes), err)
-		}
+	for _, e := range engines {
+		b.Run(e, func(b *testing.B) {
+			s := MustOpen(b, filepath.Join(b.TempDir(), "saver.db"), bolt.WithEngine(e))
+			ref := putLongThread(b, s, 10_000)
+			b.ReportAllocs()
+			for b.Loop() {
+				nodes, err := s.ListNodes(b.Context(), ref.Tenant, ref.ThreadID)
+				if err != nil || len(nodes) != 10_000 {
+					b.Fatalf("ListNodes = %d nodes, %v", len(nodes), err)
+				}
+			}
+		})
 	}
 }
 

@@ -29,7 +29,6 @@ func (s *Store) ListNodes(ctx context.Context, tenant, threadID string) ([]saver
 	err := s.view(ctx, "list nodes", func(tx kvTx) error {
 		now := s.Now()
 		// keys[i] is the key of nodes[i] after the thread prefix: (ns, id).
-		// It aliases the file, which is fine until the transaction ends.
 		var keys [][]byte
 		nodes = []saver.Node{}
 		c := tx.Bucket(bucketCheckpoints).Cursor()
@@ -57,7 +56,7 @@ func (s *Store) ListNodes(ctx context.Context, tenant, threadID string) ([]saver
 				continue
 			}
 			nodes = append(nodes, node)
-			keys = append(keys, rest)
+			keys = append(keys, bytes.Clone(rest)) // the cursor's key is valid until it moves
 		}
 		return flagNodes(ctx, tx.Bucket(bucketWrites).Cursor(), prefix, nodes, keys, now)
 	})

@@ -22,6 +22,9 @@ import (
 
 var quiet = bolt.WithLogger(slog.New(slog.DiscardHandler))
 
+// onBolt makes a new store a bbolt file: these tests are about that file.
+var onBolt = bolt.WithEngine(bolt.EngineBolt)
+
 // storeFile returns the bytes of a closed store holding n checkpoints of
 // ref's thread, each with a blob and a write, and its layout: the page size
 // and the root page of the checkpoints bucket (a branch page when n is large
@@ -29,7 +32,7 @@ var quiet = bolt.WithLogger(slog.New(slog.DiscardHandler))
 func storeFile(tb testing.TB, n int) (data []byte, ref saver.CheckpointRef, pageSize int, root uint64) {
 	tb.Helper()
 	path := filepath.Join(tb.TempDir(), "saver.db")
-	s, err := bolt.Open(path, quiet)
+	s, err := bolt.Open(path, quiet, onBolt)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -204,14 +207,23 @@ func TestOpenRefusesWhatIsNotAStore(t *testing.T) {
 	}
 }
 
+// TestOpenRefusesADirectory opens a directory that holds no store: a
+// directory is where a Pebble store lives, but an empty one (or another
+// program's) is refused as an empty file is, and left as it was.
 func TestOpenRefusesADirectory(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "saver.db")
 	if err := os.Mkdir(path, 0o700); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.WriteFile(filepath.Join(path, "notes.txt"), []byte("mine"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	_, err := bolt.Open(path, quiet)
-	if !errors.Is(err, bolt.ErrNotStore) || !strings.Contains(err.Error(), "not a regular file") {
+	if !errors.Is(err, bolt.ErrNotStore) || !strings.Contains(err.Error(), "holds no store") {
 		t.Fatalf("Open of a directory: %v", err)
+	}
+	if entries, _ := os.ReadDir(path); len(entries) != 1 {
+		t.Fatalf("Open changed the directory: %v", entries)
 	}
 }
 

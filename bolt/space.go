@@ -45,6 +45,9 @@ func (s *Store) noteWrite(err error) {
 // that succeeds. The bytes are random, so that no compressing file system
 // stores them in less.
 func (s *Store) probeSpace() error {
+	if e, ok := s.db.(*pebbleEngine); ok {
+		return e.roomFor(0) // writes need the reserve free, nothing more
+	}
 	f, err := os.CreateTemp(filepath.Dir(s.path), ".saver-space-probe-*")
 	if err != nil {
 		return err

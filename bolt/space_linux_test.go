@@ -21,9 +21,25 @@ import (
 // also after reopening the file. Before, a full disk was an internal
 // error and Ping stayed ready.
 func TestDiskFull(t *testing.T) {
-	smallfs.Run(t, 8<<20, func(t *testing.T, dir string) {
+	for _, e := range fsFor {
+		t.Run(e.engine, func(t *testing.T) { testDiskFull(t, e.engine, e.size) })
+	}
+}
+
+// fsFor are the file systems the disk-full tests run each engine on: Pebble
+// keeps DefaultReserveBytes free, so its file system is larger.
+var fsFor = []struct {
+	engine string
+	size   int64
+}{
+	{bolt.EngineBolt, 8 << 20},
+	{bolt.EnginePebble, 3 * bolt.DefaultReserveBytes},
+}
+
+func testDiskFull(t *testing.T, engine string, size int64) {
+	smallfs.Run(t, size, func(t *testing.T, dir string) {
 		path := filepath.Join(dir, "saver.db")
-		s, err := bolt.Open(path, quiet)
+		s, err := bolt.Open(path, quiet, bolt.WithEngine(engine))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -96,10 +112,19 @@ func TestDiskFull(t *testing.T) {
 // reason and leaves no file behind (an empty file would be refused at the
 // next start), and creates the store once there is space.
 func TestDiskFullAtCreate(t *testing.T) {
-	smallfs.Run(t, 1<<20, func(t *testing.T, dir string) {
+	for _, e := range fsFor {
+		t.Run(e.engine, func(t *testing.T) { testDiskFullAtCreate(t, e.engine, e.size/8) })
+	}
+}
+
+func testDiskFullAtCreate(t *testing.T, engine string, size int64) {
+	if engine == bolt.EnginePebble {
+		size = 3 * bolt.DefaultReserveBytes // room for the reserve once freed
+	}
+	smallfs.Run(t, size, func(t *testing.T, dir string) {
 		free := smallfs.Fill(t, dir)
 		path := filepath.Join(dir, "saver.db")
-		_, err := bolt.Open(path, quiet)
+		_, err := bolt.Open(path, quiet, bolt.WithEngine(engine))
 		if err == nil || !strings.Contains(err.Error(), "no space left on device") {
 			t.Fatalf("Open on a full disk: %v", err)
 		}
@@ -107,7 +132,7 @@ func TestDiskFullAtCreate(t *testing.T) {
 			t.Fatalf("Open on a full disk left a file: %v", err)
 		}
 		free()
-		s := MustOpen(t, path)
+		s := MustOpen(t, path, bolt.WithEngine(engine))
 		storetest.MustPutCheckpoint(t, s, storetest.NewCheckpoint(storetest.NewRef(), "1"))
 	})
 }

@@ -1,28 +1,35 @@
 // Package bolt implements saver.Store, saver.TreeStore, saver.Expirer,
-// saver.Ledger and saver.HeadGuard in one local file with bbolt, the
-// embedded default store for a single node.
+// saver.Ledger and saver.HeadGuard in one local store, the embedded default
+// for a single node: a Pebble directory, or a bbolt file made before the
+// store moved to Pebble (kv.go has the engines under it; Migrate moves a
+// file to Pebble).
 //
 // # Durability
 //
-// Every write is one bbolt transaction committed with fsync, so an
-// acknowledged call survives a crash of the process or the machine. Writers
-// go through a group commit (commit.go): a lone write commits at once, and
-// writes arriving during a commit share the next transaction and its fsync.
+// Every write is one transaction committed with a sync before the call
+// returns: on Pebble, one fdatasync of its write-ahead log; on bbolt, two
+// (its pages, then its meta page). An acknowledged call survives a crash of
+// the process or the machine. Writers go through a group commit
+// (commit.go): a lone write commits at once, and writes arriving during a
+// commit share the next transaction and its sync. A Pebble store keeps
+// Store.ReserveBytes of its disk free, refusing writes that would take it
+// (space.go), as Pebble cannot go on after a write of its log failed.
 //
 // # Opening
 //
-// Open creates a store only where no file is, and then exclusively
-// (O_EXCL), so that it never initialises a file that was already there; a
-// create that fails removes its file, so that no empty file is left. A file
-// that is there must be a store: an empty one is refused (a store file is
-// never empty), and any other is verified before bbolt maps it (verify.go),
-// as bbolt faults or panics in its own goroutines on a file cut short or
-// damaged. A refused file is left as it is, and the error wraps ErrNotStore
-// and says what to do.
+// Open creates a store only where nothing is; a create that fails removes
+// what it made, so that no empty store is left. What is there must be a
+// store: a directory that holds a Pebble store (Pebble checks its manifest
+// and, as it reads them, the checksums of its files), or a bbolt file,
+// which is created exclusively (O_EXCL) and verified before bbolt maps it
+// (verify.go), as bbolt faults or panics in its own goroutines on a file cut
+// short or damaged; an empty file or directory is refused. A refused store
+// is left as it is, and the error wraps ErrNotStore and says what to do.
 //
 // # Key layout
 //
-// Five buckets hold the data. Keys are tuples of string components, each
+// Five buckets hold the data (on Pebble, five key prefixes of one
+// keyspace, a byte each). Keys are tuples of string components, each
 // escaped (0x00 -> 0x01 0x01, 0x01 -> 0x01 0x02) and followed by a 0x00
 // separator, so that byte order is tuple order and the key of a tuple prefix
 // is a byte prefix of exactly the keys that extend it. No thread id,
@@ -98,6 +105,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -141,6 +149,13 @@ type Store struct {
 	// Now is the clock of ledger leases and key expiry, and of checkpoint,
 	// blob and write expiry, read on every call. Default: time.Now.
 	Now func() time.Time
+	// Engine is the engine of a new store, EnginePebble (default) or
+	// EngineBolt; an existing store opens on its own, whatever this says.
+	Engine string
+	// ReserveBytes is the free disk space a Pebble store keeps: writes are
+	// refused (EUNAVAILABLE, the disk full) rather than take it (see
+	// pebbleEngine.roomFor). Default: DefaultReserveBytes.
+	ReserveBytes uint64
 
 	path   string
 	db     engine
@@ -164,10 +179,24 @@ func WithTimeout(d time.Duration) Option { return func(s *Store) { s.Timeout = d
 // WithNow sets Store.Now.
 func WithNow(now func() time.Time) Option { return func(s *Store) { s.Now = now } }
 
-// Open opens the store in the file at path. Where no file is, it creates
-// one, and its parent directories; a file that is there must be a store
-// (verifyFile): an empty, cut short, damaged or foreign file is refused
-// with an error wrapping ErrNotStore, and left as it is.
+// WithEngine sets Store.Engine.
+func WithEngine(name string) Option { return func(s *Store) { s.Engine = name } }
+
+// WithReserve sets Store.ReserveBytes.
+func WithReserve(n uint64) Option { return func(s *Store) { s.ReserveBytes = n } }
+
+// Engines Store.Engine names.
+const (
+	EnginePebble = "pebble"
+	EngineBolt   = "bbolt"
+)
+
+// Open opens the store at path. Where nothing is, it creates a new store
+// there (a directory of Store.Engine's, Pebble by default), and its parent
+// directories. What is there must be a store: a directory of Pebble's, or
+// a bbolt file, which keeps opening on bbolt (see Migrate); anything else,
+// an empty, cut short or damaged file or a directory that holds no store,
+// is refused with an error wrapping ErrNotStore, and left as it is.
 func Open(path string, opts ...Option) (*Store, error) {
 	s := &Store{path: path}
 	for _, o := range opts {
@@ -188,14 +217,42 @@ func Open(path string, opts ...Option) (*Store, error) {
 	if s.Now == nil {
 		s.Now = time.Now
 	}
+	if s.Engine == "" {
+		s.Engine = EnginePebble
+	}
+	if s.ReserveBytes == 0 {
+		s.ReserveBytes = DefaultReserveBytes
+	}
 	s.Logger = s.Logger.With(saver.LogKeyComponent, "bolt")
 
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return nil, fmt.Errorf("bolt: open %s: %w", path, err)
 	}
-	create, err := s.checkFile(path)
+	fi, err := os.Stat(path)
+	switch {
+	case err == nil && fi.IsDir():
+		err = s.openPebble(path, false)
+	case errors.Is(err, fs.ErrNotExist) && s.Engine == EnginePebble:
+		err = s.openPebble(path, true)
+	case errors.Is(err, fs.ErrNotExist) && s.Engine == EngineBolt, err == nil:
+		err = s.openBolt(path)
+	case errors.Is(err, fs.ErrNotExist):
+		err = fmt.Errorf("bolt: open %s: unknown engine %q", path, s.Engine)
+	default:
+		err = fmt.Errorf("bolt: open %s: %w", path, err)
+	}
 	if err != nil {
 		return nil, err
+	}
+	s.writes = &groupCommit{db: s.db, max: s.MaxBatchSize}
+	return s, nil
+}
+
+// openBolt opens (or creates) the bbolt file at path.
+func (s *Store) openBolt(path string) error {
+	create, err := s.checkFile(path)
+	if err != nil {
+		return err
 	}
 	// The freelist is not written at each commit (bbolt rebuilds it from the
 	// pages when it opens the file, as etcd has it): a commit writes fewer
@@ -213,7 +270,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 	})
 	if err != nil {
 		of.undo(path)
-		return nil, openError(path, err)
+		return openError(path, err)
 	}
 	err = db.Update(func(tx *bbolt.Tx) error {
 		for _, name := range buckets {
@@ -229,12 +286,14 @@ func Open(path string, opts ...Option) (*Store, error) {
 	if err != nil {
 		db.Close()
 		of.undo(path)
-		return nil, fmt.Errorf("bolt: create buckets in %s: %w", path, err)
+		return fmt.Errorf("bolt: create buckets in %s: %w", path, err)
 	}
 	s.db = &boltEngine{db}
-	s.writes = &groupCommit{db: s.db, max: s.MaxBatchSize}
-	s.Logger.Info("store opened", "path", path, "created", of.created)
-	return s, nil
+	if !create {
+		s.Logger.Warn("this store is a bbolt file, whose commits sync twice; `saver migrate` moves it to Pebble (one sync a commit)", "path", path)
+	}
+	s.Logger.Info("store opened", "path", path, "engine", s.db.Name(), "created", of.created)
+	return nil
 }
 
 // Close closes the file. Calls in flight finish first.
@@ -295,7 +354,7 @@ func translate(op string, err error) error {
 		return nil
 	case errors.As(err, &e):
 		return err
-	case errors.Is(err, bolterrors.ErrDatabaseNotOpen):
+	case errors.Is(err, bolterrors.ErrDatabaseNotOpen), errors.Is(err, errClosed):
 		return saver.Errorf(saver.EUNAVAILABLE, "The store is closed.")
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return fmt.Errorf("bolt: %s: %w", op, errors.Join(saver.Errorf(saver.EUNAVAILABLE, "The request ended before the store answered."), err))

@@ -28,36 +28,54 @@ func MustOpen(tb testing.TB, path string, opts ...bolt.Option) *bolt.Store {
 	return s
 }
 
-func TestStore(t *testing.T) {
-	t.Run("Private", func(t *testing.T) {
-		storetest.Run(t, func(t *testing.T) saver.Store {
-			return MustOpen(t, filepath.Join(t.TempDir(), "saver.db"))
+// engines are the engines every contract runs on: Pebble, under new stores,
+// and bbolt, under stores made before it.
+var engines = []string{bolt.EnginePebble, bolt.EngineBolt}
+
+// eachEngine runs fn once per engine, with an open that makes a new store
+// on it.
+func eachEngine(t *testing.T, fn func(t *testing.T, open func(tb testing.TB, opts ...bolt.Option) *bolt.Store)) {
+	for _, e := range engines {
+		t.Run(e, func(t *testing.T) {
+			fn(t, func(tb testing.TB, opts ...bolt.Option) *bolt.Store {
+				return MustOpen(tb, filepath.Join(tb.TempDir(), "saver.db"), append([]bolt.Option{bolt.WithEngine(e)}, opts...)...)
+			})
 		})
-	})
-	// Every subtest in one file, as a shared DynamoDB table would be.
-	t.Run("Shared", func(t *testing.T) {
-		shared := MustOpen(t, filepath.Join(t.TempDir(), "saver.db"))
-		storetest.Run(t, func(t *testing.T) saver.Store { return shared })
+	}
+}
+
+func TestStore(t *testing.T) {
+	eachEngine(t, func(t *testing.T, open func(tb testing.TB, opts ...bolt.Option) *bolt.Store) {
+		t.Run("Private", func(t *testing.T) {
+			storetest.Run(t, func(t *testing.T) saver.Store { return open(t) })
+		})
+		// Every subtest in one store, as a shared DynamoDB table would be.
+		t.Run("Shared", func(t *testing.T) {
+			shared := open(t)
+			storetest.Run(t, func(t *testing.T) saver.Store { return shared })
+		})
 	})
 }
 
 func TestTree(t *testing.T) {
-	t.Run("Private", func(t *testing.T) {
-		storetest.RunTree(t, func(t *testing.T) storetest.TreeStore {
-			return MustOpen(t, filepath.Join(t.TempDir(), "saver.db"))
+	eachEngine(t, func(t *testing.T, open func(tb testing.TB, opts ...bolt.Option) *bolt.Store) {
+		t.Run("Private", func(t *testing.T) {
+			storetest.RunTree(t, func(t *testing.T) storetest.TreeStore { return open(t) })
 		})
-	})
-	t.Run("Shared", func(t *testing.T) {
-		shared := MustOpen(t, filepath.Join(t.TempDir(), "saver.db"))
-		storetest.RunTree(t, func(t *testing.T) storetest.TreeStore { return shared })
+		t.Run("Shared", func(t *testing.T) {
+			shared := open(t)
+			storetest.RunTree(t, func(t *testing.T) storetest.TreeStore { return shared })
+		})
 	})
 }
 
 // TestLedger gives every subtest a store of its own: a store has one clock,
 // and each subtest drives its own.
 func TestLedger(t *testing.T) {
-	storetest.RunLedger(t, func(t *testing.T, now func() time.Time) storetest.LedgerStore {
-		return MustOpen(t, filepath.Join(t.TempDir(), "saver.db"), bolt.WithNow(now))
+	eachEngine(t, func(t *testing.T, open func(tb testing.TB, opts ...bolt.Option) *bolt.Store) {
+		storetest.RunLedger(t, func(t *testing.T, now func() time.Time) storetest.LedgerStore {
+			return open(t, bolt.WithNow(now))
+		})
 	})
 }
 
@@ -125,19 +143,21 @@ func TestCancelledContext(t *testing.T) {
 
 // TestExpiry gives every subtest a store of its own, as TestLedger does.
 func TestExpiry(t *testing.T) {
-	storetest.RunExpiry(t, func(t *testing.T, now func() time.Time) storetest.ExpiryStore {
-		return MustOpen(t, filepath.Join(t.TempDir(), "saver.db"), bolt.WithNow(now))
+	eachEngine(t, func(t *testing.T, open func(tb testing.TB, opts ...bolt.Option) *bolt.Store) {
+		storetest.RunExpiry(t, func(t *testing.T, now func() time.Time) storetest.ExpiryStore {
+			return open(t, bolt.WithNow(now))
+		})
 	})
 }
 
 func TestHeadGuard(t *testing.T) {
-	t.Run("Private", func(t *testing.T) {
-		storetest.RunHeadGuard(t, func(t *testing.T) saver.Store {
-			return MustOpen(t, filepath.Join(t.TempDir(), "saver.db"))
+	eachEngine(t, func(t *testing.T, open func(tb testing.TB, opts ...bolt.Option) *bolt.Store) {
+		t.Run("Private", func(t *testing.T) {
+			storetest.RunHeadGuard(t, func(t *testing.T) saver.Store { return open(t) })
 		})
-	})
-	t.Run("Shared", func(t *testing.T) {
-		shared := MustOpen(t, filepath.Join(t.TempDir(), "saver.db"))
-		storetest.RunHeadGuard(t, func(t *testing.T) saver.Store { return shared })
+		t.Run("Shared", func(t *testing.T) {
+			shared := open(t)
+			storetest.RunHeadGuard(t, func(t *testing.T) saver.Store { return shared })
+		})
 	})
 }

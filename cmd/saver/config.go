@@ -12,6 +12,7 @@ import (
 
 	"github.com/saver-dev/saver"
 	"github.com/saver-dev/saver/api"
+	"github.com/saver-dev/saver/bolt"
 	"github.com/saver-dev/saver/dynamo"
 	"github.com/saver-dev/saver/ttl"
 )
@@ -28,7 +29,8 @@ type Config struct {
 	Addr            string        // listen address
 	AddrFile        string        // if set, the bound host:port is written here once listening
 	Store           string        // StoreBolt or StoreDynamoDB
-	DBPath          string        // bolt file
+	DBPath          string        // the embedded store: a Pebble directory, or an older bbolt file
+	DiskReserve     uint64        // free disk space the embedded store keeps
 	MaxBodyBytes    int64         // request body cap
 	PageSize        int           // tuples per search page
 	RequestTimeout  time.Duration // store work per request
@@ -60,6 +62,7 @@ func DefaultConfig() Config {
 		Addr:            "127.0.0.1:7878",
 		Store:           StoreBolt,
 		DBPath:          "data/saver.db",
+		DiskReserve:     bolt.DefaultReserveBytes,
 		MaxBodyBytes:    32 << 20,
 		PageSize:        100,
 		RequestTimeout:  30 * time.Second,
@@ -117,7 +120,16 @@ func settings() []envVar {
 	s, g = str(func(c *Config) *string { return &c.Store })
 	add("SAVER_STORE", "store", "store: bolt (embedded file) or dynamodb", s, g)
 	s, g = str(func(c *Config) *string { return &c.DBPath })
-	add("SAVER_DB", "db", "path of the embedded store's file", s, g)
+	add("SAVER_DB", "db", "path of the embedded store: a directory (Pebble) for a new store; a bbolt file made by an earlier release keeps opening (saver migrate moves it)", s, g)
+	add("SAVER_DISK_RESERVE", "disk-reserve", "free disk space in bytes the embedded store keeps: writes are answered 503 (disk full) rather than take it",
+		func(c *Config, v string) error {
+			n, err := strconv.ParseUint(v, 10, 64)
+			if err != nil || n == 0 {
+				return fmt.Errorf("not a positive byte count: %q", v)
+			}
+			c.DiskReserve = n
+			return nil
+		}, func(c *Config) string { return strconv.FormatUint(c.DiskReserve, 10) })
 	add("SAVER_MAX_BODY", "max-body", "largest request body in bytes",
 		func(c *Config, v string) error {
 			n, err := strconv.ParseInt(v, 10, 64)

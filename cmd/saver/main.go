@@ -68,7 +68,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		m.initLogger()
 		if cmd == "gc" && m.Config.Store == StoreBolt {
-			st, err := bolt.Open(m.Config.DBPath, bolt.WithLogger(m.Logger))
+			st, err := bolt.Open(m.Config.DBPath, bolt.WithLogger(m.Logger), bolt.WithReserve(m.Config.DiskReserve))
 			if err != nil {
 				return err
 			}
@@ -107,13 +107,29 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		fmt.Fprintf(stdout, "objects %d, threads checked %d, orphans deleted %d\n", res.Objects, res.Threads, res.Deleted)
 		return nil
+	case "migrate":
+		m := NewMain(stderr)
+		if err := m.ParseFlags(args, getenv); err != nil {
+			return err
+		}
+		m.initLogger()
+		if m.Config.Store != StoreBolt {
+			return errors.New("migrate moves an embedded store (SAVER_STORE=bolt) from a bbolt file to Pebble")
+		}
+		n, err := bolt.Migrate(ctx, m.Config.DBPath, m.Logger)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s: %d keys moved to Pebble; the old file is %s.bbolt, to delete once the service runs on the new store\n",
+			m.Config.DBPath, n, m.Config.DBPath)
+		return nil
 	case "inspect":
 		return runInspect(ctx, args, getenv, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, version)
 		return nil
 	default:
-		return fmt.Errorf("unknown command %q; commands: serve, init, gc, inspect, version", cmd)
+		return fmt.Errorf("unknown command %q; commands: serve, init, gc, migrate, inspect, version", cmd)
 	}
 }
 
@@ -177,7 +193,7 @@ func (m *Main) Run(ctx context.Context) error {
 
 	switch m.Config.Store {
 	case StoreBolt:
-		st, err := bolt.Open(m.Config.DBPath, bolt.WithLogger(m.Logger))
+		st, err := bolt.Open(m.Config.DBPath, bolt.WithLogger(m.Logger), bolt.WithReserve(m.Config.DiskReserve))
 		if err != nil {
 			return err
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -11,6 +12,10 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/saver-dev/saver/api"
+	"github.com/saver-dev/saver/bolt"
+	"github.com/saver-dev/saver/storetest"
 )
 
 // syncBuffer is a log sink safe for the server's goroutines.
@@ -127,4 +132,33 @@ func TestGC_Bolt(t *testing.T) {
 	if err := run(context.Background(), []string{"init", "-db", db}, func(string) string { return "" }, &out, io.Discard); err == nil {
 		t.Fatal("init on the bolt store should say it is for dynamodb")
 	}
+}
+
+// TestMigrate_Bolt moves a bbolt file to Pebble with `saver migrate` and
+// serves it: the checkpoint put before is there.
+func TestMigrate_Bolt(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "s.db")
+	st, err := bolt.Open(db, bolt.WithEngine(bolt.EngineBolt), bolt.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := storetest.NewRef()
+	ref.Tenant = api.DefaultTenant
+	storetest.MustPutCheckpoint(t, st, storetest.NewCheckpoint(ref, "0001"))
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"migrate", "-db", db}, func(string) string { return "" }, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "keys moved to Pebble") {
+		t.Fatalf("migrate printed %q", out.String())
+	}
+	st, err = bolt.Open(db, bolt.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	storetest.MustGetTuple(t, st, storetest.At(ref, "0001"))
 }

@@ -61,7 +61,9 @@ func runProcess(t *testing.T, timeout time.Duration, args ...string) (int, strin
 // not crash with a stack dump (which it did with a cut or damaged file).
 func TestProcessRefusesADamagedStore(t *testing.T) {
 	good := filepath.Join(t.TempDir(), "good.db")
-	s, err := bolt.Open(good, bolt.WithLogger(slog.New(slog.DiscardHandler)))
+	// A bbolt file: the damage below is to that file's pages. (A new store
+	// is a Pebble directory, which Pebble checks with its own checksums.)
+	s, err := bolt.Open(good, bolt.WithLogger(slog.New(slog.DiscardHandler)), bolt.WithEngine(bolt.EngineBolt))
 	if err != nil {
 		t.Fatal(err)
 	}

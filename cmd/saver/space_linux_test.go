@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/saver-dev/saver/bolt"
 	"github.com/saver-dev/saver/faults/smallfs"
 )
 
@@ -21,7 +22,8 @@ import (
 // acknowledged checkpoint is there, also after a restart. Before, a full
 // disk was a 500 `internal` without Retry-After and /readyz stayed 200.
 func TestServiceOnAFullDisk(t *testing.T) {
-	smallfs.Run(t, 16<<20, func(t *testing.T, dir string) {
+	// Room for the reserve a store keeps free, and some puts besides.
+	smallfs.Run(t, 3*bolt.DefaultReserveBytes, func(t *testing.T, dir string) {
 		db := filepath.Join(dir, "saver.db")
 		m, base := serve(t, db)
 		var acked []string

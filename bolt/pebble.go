@@ -1,0 +1,375 @@
+package bolt
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// Pebble under the API. Buckets are key prefixes of one keyspace: a byte
+// per bucket, then the bucket's key. A read transaction reads a snapshot; a
+// write transaction is an indexed batch, which reads through its own
+// writes, committed with a sync of the write-ahead log: one sync a commit
+// (bbolt needs two), and the group commit gives many callers one.
+//
+// Pebble reports errors (I/O, a checksum that does not match) on Get and on
+// iterators; a cursor has no error to return, so the transaction records
+// the first one, and View and Update return it in place of fn's result (an
+// Update then commits nothing).
+
+// pebbleMemTable is the size of Pebble's memtables: what a flush writes at
+// once, and part of what the space reserve must hold.
+const pebbleMemTable = 4 << 20
+
+// pebbleCache is the block cache's size: the hot part of the store's reads.
+const pebbleCache = 32 << 20
+
+// DefaultReserveBytes is Store.ReserveBytes's default: room for a few
+// memtable flushes and the compactions after them.
+const DefaultReserveBytes = 32 << 20
+
+// pebblePrefixes gives each bucket its key prefix.
+var pebblePrefixes = map[string]byte{
+	string(bucketCheckpoints):  'c',
+	string(bucketBlobs):        'b',
+	string(bucketWrites):       'w',
+	string(bucketLedger):       'l',
+	string(bucketLedgerExpiry): 'e',
+}
+
+type pebbleEngine struct {
+	db  *pebble.DB
+	dir string
+	// reserve is the free space below which Update refuses to commit (see
+	// roomFor).
+	reserve uint64
+	// mu keeps Close from running under a transaction: pebble panics on a
+	// snapshot or batch of a closed DB.
+	mu     sync.RWMutex
+	closed bool
+}
+
+func (e *pebbleEngine) Name() string { return "pebble" }
+
+func (e *pebbleEngine) View(fn func(kvTx) error) error {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if e.closed {
+		return errClosed
+	}
+	snap := e.db.NewSnapshot()
+	t := &pebbleTx{r: snap}
+	err := fn(t)
+	t.end()
+	if cerr := snap.Close(); t.err == nil {
+		t.err = cerr
+	}
+	if t.err != nil {
+		return t.err
+	}
+	return err
+}
+
+func (e *pebbleEngine) Update(fn func(kvTx) error) error {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if e.closed {
+		return errClosed
+	}
+	b := e.db.NewIndexedBatch()
+	defer b.Close()
+	t := &pebbleTx{r: b, w: b}
+	err := fn(t)
+	t.end()
+	if t.err != nil {
+		return t.err
+	}
+	if err != nil {
+		return err
+	}
+	if b.Empty() {
+		return nil
+	}
+	if err := e.roomFor(uint64(b.Len())); err != nil {
+		return err
+	}
+	return b.Commit(pebble.Sync)
+}
+
+// roomFor fails with ENOSPC unless the file system keeps the reserve free
+// besides n bytes. Pebble treats a failed write of its log as fatal (it
+// cannot tell what of the commit reached the disk), so writes must stop
+// before the disk is full; the reserve leaves room for the flushes and
+// compactions that follow what was committed. A write refused here is
+// answered 503, as bbolt's failed writes are.
+func (e *pebbleEngine) roomFor(n uint64) error {
+	free, err := freeBytes(e.dir)
+	if err != nil {
+		return err
+	}
+	if free < e.reserve+n {
+		return fmt.Errorf("%d bytes free, under the %d kept in reserve: %w", free, e.reserve, syscall.ENOSPC)
+	}
+	return nil
+}
+
+// freeBytes is the space left to unprivileged writers on dir's file system.
+func freeBytes(dir string) (uint64, error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return 0, err
+	}
+	return st.Bavail * uint64(st.Bsize), nil
+}
+
+func (e *pebbleEngine) Close() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return errClosed
+	}
+	e.closed = true
+	return e.db.Close()
+}
+
+// pebbleTx is a transaction: r reads (a snapshot or the batch), w writes
+// (the batch; nil for a read transaction).
+type pebbleTx struct {
+	r     pebble.Reader
+	w     *pebble.Batch
+	iters []*pebble.Iterator
+	err   error
+}
+
+func (t *pebbleTx) fail(err error) {
+	if t.err == nil {
+		t.err = err
+	}
+}
+
+// end closes the transaction's iterators.
+func (t *pebbleTx) end() {
+	for _, it := range t.iters {
+		if err := it.Close(); err != nil {
+			t.fail(err)
+		}
+	}
+	t.iters = nil
+}
+
+func (t *pebbleTx) Bucket(name []byte) kvBucket {
+	p, ok := pebblePrefixes[string(name)]
+	if !ok {
+		return nil
+	}
+	return &pebbleBucket{t: t, prefix: p}
+}
+
+type pebbleBucket struct {
+	t      *pebbleTx
+	prefix byte
+}
+
+func (b *pebbleBucket) key(k []byte) []byte {
+	out := make([]byte, 1+len(k))
+	out[0] = b.prefix
+	copy(out[1:], k)
+	return out
+}
+
+func (b *pebbleBucket) Get(k []byte) []byte {
+	v, closer, err := b.t.r.Get(b.key(k))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		b.t.fail(err)
+		return nil
+	}
+	out := bytes.Clone(v)
+	if out == nil {
+		out = []byte{}
+	}
+	closeQuietly(b.t, closer)
+	return out
+}
+
+func closeQuietly(t *pebbleTx, c io.Closer) {
+	if err := c.Close(); err != nil {
+		t.fail(err)
+	}
+}
+
+func (b *pebbleBucket) Put(k, v []byte) error {
+	if b.t.w == nil {
+		return errors.New("put in a read transaction")
+	}
+	return b.t.w.Set(b.key(k), v, nil)
+}
+
+func (b *pebbleBucket) Delete(k []byte) error {
+	if b.t.w == nil {
+		return errors.New("delete in a read transaction")
+	}
+	return b.t.w.Delete(b.key(k), nil)
+}
+
+func (b *pebbleBucket) Cursor() kvCursor {
+	it, err := b.t.r.NewIter(&pebble.IterOptions{
+		LowerBound: []byte{b.prefix},
+		UpperBound: []byte{b.prefix + 1},
+	})
+	if err != nil {
+		b.t.fail(err)
+		return emptyCursor{}
+	}
+	b.t.iters = append(b.t.iters, it)
+	return &pebbleCursor{t: b.t, it: it, prefix: b.prefix}
+}
+
+type pebbleCursor struct {
+	t      *pebbleTx
+	it     *pebble.Iterator
+	prefix byte
+}
+
+// at returns the key (without its prefix) and value the iterator is on.
+func (c *pebbleCursor) at(ok bool) ([]byte, []byte) {
+	if !ok {
+		if err := c.it.Error(); err != nil {
+			c.t.fail(err)
+		}
+		return nil, nil
+	}
+	v, err := c.it.ValueAndErr()
+	if err != nil {
+		c.t.fail(err)
+		return nil, nil
+	}
+	if v == nil {
+		v = []byte{}
+	}
+	return c.it.Key()[1:], v
+}
+
+func (c *pebbleCursor) First() ([]byte, []byte) { return c.at(c.it.First()) }
+func (c *pebbleCursor) Last() ([]byte, []byte)  { return c.at(c.it.Last()) }
+func (c *pebbleCursor) Next() ([]byte, []byte)  { return c.at(c.it.Next()) }
+func (c *pebbleCursor) Prev() ([]byte, []byte)  { return c.at(c.it.Prev()) }
+
+func (c *pebbleCursor) Seek(seek []byte) ([]byte, []byte) {
+	k := make([]byte, 1+len(seek))
+	k[0] = c.prefix
+	copy(k[1:], seek)
+	return c.at(c.it.SeekGE(k))
+}
+
+// emptyCursor is a cursor over nothing, for an iterator that failed to open
+// (the transaction has the error).
+type emptyCursor struct{}
+
+func (emptyCursor) First() ([]byte, []byte)      { return nil, nil }
+func (emptyCursor) Last() ([]byte, []byte)       { return nil, nil }
+func (emptyCursor) Seek([]byte) ([]byte, []byte) { return nil, nil }
+func (emptyCursor) Next() ([]byte, []byte)       { return nil, nil }
+func (emptyCursor) Prev() ([]byte, []byte)       { return nil, nil }
+
+// openPebble opens the Pebble store in the directory at path, or creates
+// one there (create: nothing is at path). A directory that holds no store
+// is refused, as an empty file is (an interrupted creation, or another
+// program's directory); a store another process holds is waited for up to
+// Store.Timeout, as bbolt waits for its file lock.
+func (s *Store) openPebble(path string, create bool) error {
+	if create {
+		// A store made on a disk without its reserve could take no write.
+		if free, err := freeBytes(filepath.Dir(path)); err == nil && free < s.ReserveBytes {
+			return fmt.Errorf("bolt: create %s: %d bytes free, under the %d a store keeps in reserve: %w",
+				path, free, s.ReserveBytes, syscall.ENOSPC)
+		}
+	} else {
+		desc, err := pebble.Peek(path, vfs.Default)
+		if err != nil {
+			return fmt.Errorf("bolt: open %s: %w", path, err)
+		}
+		if !desc.Exists {
+			return fmt.Errorf("bolt: open %s: %w: the directory holds no store (no Pebble manifest). saver creates a "+
+				"store only where nothing is: restore the directory from a backup, or move it aside to start with "+
+				"a new, empty store", path, ErrNotStore)
+		}
+	}
+	opts := &pebble.Options{
+		ErrorIfExists:    create,
+		ErrorIfNotExists: !create,
+		Logger:           pebbleLogger{s.Logger},
+		MemTableSize:     pebbleMemTable,
+		CacheSize:        pebbleCache,
+	}
+	// Blocks stay uncompressed: tree queries and listings read every
+	// checkpoint record of a thread, and decompressing them cost more than
+	// the disk they save (payloads are msgpack the client may compress).
+	opts.ApplyCompressionSettings(func() pebble.DBCompressionSettings { return pebble.DBCompressionNone })
+	if create {
+		opts.FormatMajorVersion = pebble.FormatNewest
+	}
+	deadline := time.Now().Add(s.Timeout)
+	for {
+		db, err := pebble.Open(path, opts)
+		if err == nil {
+			s.db = &pebbleEngine{db: db, dir: path, reserve: s.ReserveBytes}
+			s.Logger.Info("store opened", "path", path, "engine", "pebble", "created", create)
+			return nil
+		}
+		if create {
+			os.RemoveAll(path) // no half-made store left behind
+		}
+		if !lockHeld(err) {
+			if !create && (pebble.IsCorruptionError(err) || errors.Is(err, fs.ErrNotExist) ||
+				strings.Contains(err.Error(), "malformed manifest")) {
+				return fmt.Errorf("bolt: open %s: %w: %v. The directory is left as it is: restore it from a backup, "+
+					"or move it aside to start with a new, empty store", path, ErrNotStore, err)
+			}
+			return fmt.Errorf("bolt: open %s: %w", path, err)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("bolt: open %s: the store is locked by another process: %w", path, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// lockHeld reports whether Open failed on the store's lock file, which
+// another process holds.
+func lockHeld(err error) bool {
+	return errors.Is(err, syscall.EWOULDBLOCK) || errors.Is(err, syscall.EAGAIN) ||
+		strings.Contains(err.Error(), "lock held by current process")
+}
+
+// pebbleLogger sends Pebble's messages to the store's logger: its routine
+// information at debug level.
+type pebbleLogger struct{ l *slog.Logger }
+
+func (p pebbleLogger) Infof(format string, args ...any) {
+	p.l.Debug(fmt.Sprintf(format, args...), "engine", "pebble")
+}
+
+func (p pebbleLogger) Errorf(format string, args ...any) {
+	p.l.Error(fmt.Sprintf(format, args...), "engine", "pebble")
+}
+
+func (p pebbleLogger) Fatalf(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	p.l.Error(msg, "engine", "pebble")
+	panic(msg)
+}
