@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -156,10 +157,11 @@ def spawn(name: str, argv: list[str], env: dict[str, str] | None = None) -> Proc
 
 @dataclass
 class Service:
-    """A running `saver serve`."""
+    """A running `saver serve` (or profserve, with its second port)."""
 
     proc: Process
     url: str
+    pprof: str = ""
 
 
 @dataclass
@@ -253,7 +255,7 @@ class Stack:
         env = {"LOG_LEVEL": "warn"}
         if store == "bolt":
             db = work / "saver.db"
-            db.unlink(missing_ok=True)
+            shutil.rmtree(db, ignore_errors=True)  # a store is a directory (Pebble)
             argv += ["-db", str(db)]
         else:
             ddb, s3 = self.endpoints(counted)
@@ -279,6 +281,25 @@ class Stack:
         url = f"http://{addr()}"
         poll(f"{name} readiness", lambda: http_ok(url + "/readyz"), proc.alive)
         return Service(proc, url)
+
+    def start_profserve(self, store: str) -> Service:
+        """bench/profserve on a free port (see its doc): store "null" keeps
+        nothing; `pprof` is its second port, which also answers /echo."""
+        self._services += 1
+        work = CACHE / "run" / f"profserve-{store}-{self._services}"
+        work.mkdir(parents=True, exist_ok=True)
+        addr, paddr = work / "addr", work / "pprof"
+        for f in (addr, paddr):
+            f.unlink(missing_ok=True)
+        argv = [str(BIN / "profserve"), "-store", store, "-addr-file", str(addr), "-pprof-addr-file", str(paddr)]
+        if store == "bolt":
+            argv += ["-db", str(work / "saver.db")]
+        proc = spawn(f"profserve-{store}", argv)
+        self._stack.callback(proc.stop)
+        poll("profserve", lambda: addr.exists() and paddr.exists(), proc.alive)
+        svc = Service(proc, "http://" + addr.read_text().strip())
+        svc.pprof = paddr.read_text().strip()
+        return svc
 
     # -- AWS's saver's table ------------------------------------------------------
 

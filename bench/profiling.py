@@ -16,6 +16,7 @@ import argparse
 import cProfile
 import io
 import pstats
+import shutil
 import subprocess
 import sys
 import threading
@@ -49,7 +50,7 @@ def main() -> int:
         env = {}
         if args.store == "bolt":
             db = out / "prof.db"
-            db.unlink(missing_ok=True)
+            shutil.rmtree(db, ignore_errors=True)  # a store is a directory (Pebble)
             argv += ["-db", str(db)]
         else:
             stack.start_aws()

@@ -91,6 +91,34 @@ def _ratio(row: dict[str, Any], ours: str, anchor: str) -> str:
     return f"{a / b:.2f}x"
 
 
+def floor_text(r: dict[str, Any]) -> str:
+    """The floor under a put, and what ours adds above it."""
+    f = r.get("floor") or {}
+    if not f:
+        return "not measured"
+    rows = [
+        ("a loopback GET, hand-framed on a raw socket (bare net/http handler)", f["echo_raw_ms"]),
+        ("the same GET through the client's HTTP stack (libcurl)", f["echo_client_ms"]),
+        ("GET /healthz through the client and the service's whole HTTP stack (an empty handler)",
+         f["healthz_client_ms"]),
+        ("one fdatasync of a 4 KB write on this disk", f["fsync_ms"]),
+        ("HTTPSaver.put to the service with the store stubbed (client, HTTP, decoding, validation)",
+         f["put_stubbed_ms"]),
+        ("HTTPSaver.put to the embedded store", f["put_ours_ms"]),
+        ("PostgresSaver.put (same checkpoints)", f["put_postgres_ms"]),
+        ("SqliteSaver.put (same checkpoints)", f["put_sqlite_ms"]),
+    ]
+    lines = ["| what | p50 ms |", "|---|---|"] + [f"| {k} | {v:.3f} |" for k, v in rows]
+    above = f["put_ours_ms"] - f["echo_raw_ms"] - f["fsync_ms"]
+    store = f["put_ours_ms"] - f["put_stubbed_ms"]
+    lines.append(
+        f"\nAbove the physical floor (a round trip + one fsync = {f['echo_raw_ms'] + f['fsync_ms']:.3f} ms), "
+        f"our put spends {above:.3f} ms: {f['put_stubbed_ms'] - f['echo_raw_ms']:.3f} ms in the client and the "
+        f"service's HTTP and decoding, {store - f['fsync_ms']:.3f} ms in the store besides its fsync."
+    )
+    return "\n".join(lines)
+
+
 def rows(r: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
     """(label, unit, {saver: value}) for every line of the table."""
     out: list[tuple[str, str, dict[str, Any]]] = []
@@ -404,6 +432,9 @@ def publish(r: dict[str, Any]) -> None:
     print()
     print("Targets (ratios in this run):")
     print(tgt)
+    print()
+    print("The floor under a put:")
+    print(floor_text(r))
     md = [
         f"# {head}",
         "Medians over repeated rounds with the savers interleaved; ratios are ours ÷ the anchor "
@@ -412,6 +443,8 @@ def publish(r: dict[str, Any]) -> None:
         body,
         "\n## Targets\n",
         tgt,
+        "\n## The floor under a put (one caller)\n",
+        floor_text(r),
         "\n## DynamoDB requests at turn 50 of the chat loop\n",
         storage_text(r),
         "\n## The service alone (Go load generator, 40% put, 10% put_writes, 50% get latest)\n",

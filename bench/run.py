@@ -333,6 +333,35 @@ def bench_delta(plan: Plan, sv: harness.Savers, stack: harness.Stack, run_id: st
     return out
 
 
+def bench_floor(plan: Plan, sv: harness.Savers, stack: harness.Stack, run_id: str) -> dict[str, Any]:
+    """The physical floor under a put: what a round trip and a sync cost on
+    this machine, without our code on top."""
+    log("0. the floor: a loopback round trip, the service's empty handler, one fsync, "
+        "a put with the store stubbed")
+    n = plan.ops_per_caller_1 * 3
+    null = stack.start_profserve("null")
+    from saver_client import HTTPSaver
+
+    ours = sv.savers["ours_bolt"]
+    stubbed = HTTPSaver(null.url)
+    try:
+        out = {
+            "echo_raw_ms": wl._p50_ms(wl.raw_get(null.pprof, "/echo"), n),
+            "echo_client_ms": wl._p50_ms(wl.client_get("http://" + null.pprof, "/echo"), n),
+            "healthz_client_ms": wl._p50_ms(wl.client_get(sv.services["ours_bolt"].url, "/healthz"), n),
+            "fsync_ms": wl.fsync_ms(str(harness.CACHE / "run"), n),
+            "put_stubbed_ms": wl.put_p50(stubbed, f"{run_id}-null", n),
+            "put_ours_ms": wl.put_p50(ours, f"{run_id}-ours", n),
+            "put_postgres_ms": wl.put_p50(sv.savers["postgres"], f"{run_id}-pg", n),
+            "put_sqlite_ms": wl.put_p50(sv.savers["sqlite"], f"{run_id}-sqlite", n),
+        }
+    finally:
+        stubbed.close()
+        null.proc.stop()
+    log("   " + ", ".join(f"{k} {v:.3f}" for k, v in out.items()))
+    return out
+
+
 def bench_service(plan: Plan, stack: harness.Stack) -> dict[str, Any]:
     log("5. the service alone: Go load generator, put/get mix, "
         f"{','.join(map(str, plan.load_conns))} connections")
@@ -420,7 +449,7 @@ def versions() -> dict[str, str]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="the smaller run (make bench-quick)")
-    ap.add_argument("--only", default="ops,graphs,storage,growth,delta,service",
+    ap.add_argument("--only", default="floor,ops,graphs,storage,growth,delta,service",
                     help="comma-separated sections to run (default: all)")
     args = ap.parse_args()
     plan = PLANS["quick" if args.quick else "full"]
@@ -445,6 +474,8 @@ def main() -> int:
         stack.start_proxy()
         savers = harness.build_savers(stack)
         log(f"savers ready: {', '.join(SAVERS.values())}")
+        if "floor" in sections:
+            results["floor"] = guarded("floor", lambda: bench_floor(plan, savers, stack, run_id))
         if "ops" in sections:
             results["ops"] = bench_ops(plan, savers.savers, run_id)
         if "graphs" in sections:

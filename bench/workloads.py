@@ -445,3 +445,82 @@ def read_history(graph: Any, cfg: dict[str, Any], budget: float) -> dict[str, fl
         if time.perf_counter() - t0 > budget:
             return {"snapshots": n, "seconds": time.perf_counter() - t0, "complete": 0}
     return {"snapshots": n, "seconds": time.perf_counter() - t0, "complete": 1}
+
+
+# -- the floor --------------------------------------------------------------------
+
+
+def _p50_ms(fn: Callable[[], Any], n: int, warm: int = 50) -> float:
+    for _ in range(warm):
+        fn()
+    samples = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - t0)
+    return median(samples) * 1e3
+
+
+def raw_get(addr: str, path: str) -> Callable[[], None]:
+    """A GET on one kept-alive socket, framed by hand: the leanest HTTP/1.1
+    round trip Python can make (no parser, no headers beyond Host)."""
+    import socket
+
+    host, port = addr.rsplit(":", 1)
+    sock = socket.create_connection((host, int(port)))
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    req = f"GET {path} HTTP/1.1\r\nHost: {addr}\r\n\r\n".encode()
+    buf = b""
+
+    def get() -> None:
+        nonlocal buf
+        sock.sendall(req)
+        while b"\r\n\r\n" not in buf:
+            buf += sock.recv(65536)
+        head, _, rest = buf.partition(b"\r\n\r\n")
+        length = 0
+        for line in head.split(b"\r\n")[1:]:
+            name, _, value = line.partition(b":")
+            if name.strip().lower() == b"content-length":
+                length = int(value)
+        while len(rest) < length:
+            rest += sock.recv(65536)
+        buf = rest[length:]
+
+    return get
+
+
+def client_get(url: str, path: str) -> Callable[[], None]:
+    """A GET through the client's own HTTP stack (its libcurl pool)."""
+    from saver_client._http import SyncPool, Timeout
+
+    pool = SyncPool(url, Timeout(5.0, 5.0))
+    return lambda: pool.send("GET", path, None, {"Accept": "application/msgpack"}) and None
+
+
+def fsync_ms(directory: str, n: int) -> float:
+    """One fdatasync of a 4 KB write, as a commit of a small write makes."""
+    import os
+
+    path = os.path.join(directory, "fsync-probe")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        block = b"x" * 4096
+        i = 0
+
+        def sync() -> None:
+            nonlocal i
+            os.pwrite(fd, block, (i % 64) * 4096)
+            i += 1
+            os.fdatasync(fd)
+
+        return _p50_ms(sync, n, warm=20)
+    finally:
+        os.close(fd)
+        os.unlink(path)
+
+
+def put_p50(saver: BaseCheckpointSaver[Any], tag: str, n: int) -> float:
+    """p50 of a checkpoint put (saver_ops's workload) at one caller."""
+    w = ThreadWriter(saver, f"floor-{tag}", seed=9)
+    return _p50_ms(lambda: saver.put(*w.next()), n)

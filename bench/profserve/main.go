@@ -1,8 +1,13 @@
 // Command profserve is the saver service wired as cmd/saver wires it, plus
 // net/http/pprof on a second loopback port: the benchmark's tool for finding
-// where the service spends its time.
+// where the service spends its time, and for its floor (`make bench`'s
+// floor section): with -store null the API serves a store that keeps
+// nothing (a put through the whole HTTP stack, decoding and validation
+// included, minus the store), and the pprof port also answers /echo with an
+// empty 200 from a bare net/http handler (the HTTP round trip alone).
 //
 //	profserve -store bolt -db F -addr-file A -pprof-addr-file P
+//	profserve -store null -addr-file A -pprof-addr-file P
 //	profserve -store dynamodb -table T -bucket B -addr-file A -pprof-addr-file P
 //
 // Endpoints for dynamodb come from the standard AWS environment, as for
@@ -13,6 +18,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -28,6 +34,7 @@ import (
 	"github.com/saver-dev/saver/api"
 	"github.com/saver-dev/saver/bolt"
 	"github.com/saver-dev/saver/dynamo"
+	"github.com/saver-dev/saver/mock"
 	"github.com/saver-dev/saver/s3offload"
 )
 
@@ -71,6 +78,8 @@ func run(store, db, table, bucket, addrFile, pprofFile string) error {
 			d.Offload = s3offload.NewStore(s3offload.NewClient(cfg), bucket)
 		}
 		st = d
+	case "null":
+		st = nullStore()
 	default:
 		return fmt.Errorf("unknown store %q", store)
 	}
@@ -83,6 +92,10 @@ func run(store, db, table, bucket, addrFile, pprofFile string) error {
 	if err != nil {
 		return err
 	}
+	http.HandleFunc("/echo", func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusOK)
+	})
 	go http.Serve(ln, http.DefaultServeMux)
 	if err := writeAtomic(pprofFile, ln.Addr().String()); err != nil {
 		return err
@@ -92,6 +105,19 @@ func run(store, db, table, bucket, addrFile, pprofFile string) error {
 	}
 	<-ctx.Done()
 	return nil
+}
+
+// nullStore keeps nothing: writes succeed, reads find nothing.
+func nullStore() *mock.Store {
+	notFound := saver.Errorf(saver.ENOTFOUND, "The null store keeps nothing.")
+	return &mock.Store{
+		PutCheckpointFn: func(context.Context, saver.PutCheckpoint) error { return nil },
+		PutWritesFn:     func(context.Context, saver.PutWrites) error { return nil },
+		GetTupleFn:      func(context.Context, saver.CheckpointRef) (*saver.Tuple, error) { return nil, notFound },
+		ListCheckpointsFn: func(context.Context, saver.ListFilter) ([]*saver.Tuple, error) {
+			return nil, nil
+		},
+	}
 }
 
 func writeAtomic(path, data string) error {
