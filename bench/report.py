@@ -286,6 +286,33 @@ def targets(r: dict[str, Any]) -> list[dict[str, Any]]:
         add("embedded: graph (a) <= 1.5x PostgresSaver", a / b, 1.5, f"{a:.2f} ms vs {b:.2f} ms per superstep")
     except (KeyError, TypeError, ZeroDivisionError):
         add("embedded: graph (a) <= 1.5x PostgresSaver", None, 1.5, "")
+    # The hop's cost: HTTPSaver against PostgresSaver, the networked peer.
+    for key, what in (("seq_ms_per_step", "graph (a) per superstep"), ("chat_ms_per_turn", "chat (b) per turn")):
+        try:
+            a, b = g["ours_bolt"][key], g["postgres"][key]
+            add(f"embedded: {what} <= 1.2x PostgresSaver", a / b, 1.2, f"{a:.2f} ms vs {b:.2f} ms")
+        except (KeyError, TypeError, ZeroDivisionError):
+            add(f"embedded: {what} <= 1.2x PostgresSaver", None, 1.2, "")
+    try:
+        a, b = g["ours_bolt"]["chat_cpu_client_ms"], g["postgres"]["chat_cpu_client_ms"]
+        add("embedded: client CPU per chat turn <= 1.0x PostgresSaver's Python CPU", a / b, 1.0,
+            f"{a:.2f} ms vs {b:.2f} ms")
+    except (KeyError, TypeError, ZeroDivisionError):
+        add("embedded: client CPU per chat turn <= 1.0x PostgresSaver's Python CPU", None, 1.0, "")
+    for op, limit in (("put", 1.5), ("put_writes", 1.5), ("get_tuple", 1.0), ("list", 1.0)):
+        try:
+            a = ops["ours_bolt"]["1"][op]["p50_ms"]
+            b = ops["postgres"]["1"][op]["p50_ms"]
+            add(f"embedded: {op} p50 (1 caller) <= {limit}x PostgresSaver", a / b, limit, f"{a:.3f} ms vs {b:.3f} ms")
+        except (KeyError, TypeError, ZeroDivisionError):
+            add(f"embedded: {op} p50 (1 caller) <= {limit}x PostgresSaver", None, limit, "")
+    try:
+        a, b = st["ours_dynamo"]["rtt_ms_per_turn"], st["aws"]["rtt_ms_per_turn"]
+        added = st["ours_dynamo"].get("rtt_added_ms")
+        add(f"(b) chat on DynamoDB, {added} ms added per request: time per turn <= 0.5x DynamoDBSaver", a / b, 0.5,
+            f"{a:.2f} ms vs {b:.2f} ms per turn")
+    except (KeyError, TypeError, ZeroDivisionError):
+        add("(b) chat on DynamoDB, with a round trip per request: time per turn <= 0.5x DynamoDBSaver", None, 0.5, "")
     d = r.get("delta") or {}
     if d:
         last, first = d["marks"][-1], d["marks"][0]

@@ -3,26 +3,29 @@ package dynamo
 import (
 	"context"
 	"fmt"
-	"strconv"
 
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/saver-dev/saver"
 )
 
-// A put_writes that does not fit one transaction (over 100 writes, or over
-// 4 MB of items) is stored as one bundle item rather than several
-// transactions: if the second of two transactions failed, the first one's
-// writes would stay visible, and LangGraph takes a task with pending writes
-// for done, so the rest would be lost on resume. One item is written or not;
-// a bundle too large to keep inline is offloaded like any payload (object
-// first, then the item), so a bundle is all or nothing whatever its size.
+// A put_writes stores its ordinary writes (idx >= 0) as one bundle item,
+// whatever their number: one PutItem, a single item's write units (a
+// transaction of one item per write costs twice the units of every item),
+// and all or nothing at any size. Writes stored one item each would need a
+// transaction, and past one (over 100 writes, or over 4 MB of items) two:
+// if the second failed, the first one's writes would stay visible, and
+// LangGraph takes a task with pending writes for done, so the rest would
+// be lost on resume. A bundle too large to keep inline is offloaded like
+// any payload (object first, then the item).
 //
 // The bundle is a write item (kind "write", so deletes, copies, prunes and
 // expiry treat it as one) whose value is bundleType with the writes
-// msgpacked as bundled entries, keyed under its first write's task and idx.
-// Special writes (negative idx) never go in a bundle: they stay items of
-// their own, which the tree reads without payloads, in the same transaction.
+// msgpacked as bundled entries, keyed under its first write's task with a
+// sequence number (bundleKey). Special writes (negative idx) never go in a
+// bundle: they stay items of their own, which the tree reads without
+// payloads, in the same transaction. Write items of one write, which older
+// versions stored, and their bundles at "b<idx>" keep reading.
 const (
 	bundleType = "saver/writes"
 	attrBundle = "bundle" // number of writes in a bundle item
@@ -45,63 +48,92 @@ type bundled struct {
 	Data     []byte
 }
 
-// bundleKey is a bundle's sort key: among the writes of its checkpoint, under
-// the first write's task, with a part no idx can equal (an idx is a decimal
-// number).
-func bundleKey(ref saver.CheckpointRef, first saver.Write) string {
-	return checkpointKey(ref.NS, ref.ID) + key(kindWrite, part(first.TaskID, maxNamePart), "b"+strconv.FormatInt(first.Idx, 10))
+// bundleKey is the sort key of the seq-th bundle of a task's writes:
+// among the writes of its checkpoint, under the task, with a part no idx
+// can equal (an idx is a decimal number). Bundles older versions stored,
+// at "b<idx>" of their first write, sort before every one of these.
+func bundleKey(ref saver.CheckpointRef, taskID string, seq int) string {
+	return checkpointKey(ref.NS, ref.ID) + key(kindWrite, part(taskID, maxNamePart), fmt.Sprintf("s%06d", seq))
 }
 
-// bundle returns the insert of a bundle of in's ordinary writes, offloaded
-// when large, and in's special writes (negative idx), which stay items of
-// their own: they replace a stored write where ordinary ones keep the first,
-// and the bundle, inserted only if absent or expired like a single write,
-// keeps a replayed put's first writes. PutWrites sends them in one
-// transaction.
-func (s *Store) bundle(ctx context.Context, in saver.PutWrites) (writeOp, []saver.Write, error) {
-	var (
-		entries  []bundled
-		specials []saver.Write
-		first    saver.Write
-	)
-	for _, w := range in.Writes {
-		if w.Upserts() {
-			specials = append(specials, w)
-			continue
-		}
-		if entries == nil {
-			first = w
-		}
-		entries = append(entries, bundled{TaskID: w.TaskID, TaskPath: w.TaskPath, Idx: w.Idx, Channel: w.Channel, Type: w.Value.Type, Data: w.Value.Data})
-	}
-	if len(entries) == 0 {
-		return writeOp{}, nil, saver.Errorf(saver.ETOOLARGE, "A put_writes may hold at most %d writes to special channels (negative idx); this one has %d.",
-			maxTransactItems-1, len(specials))
+// maxBundles bounds the bundles of a task's writes against one checkpoint:
+// each holds writes of idxs the ones before it lack, so replays that keep
+// adding writes are the only way to more than one.
+const maxBundles = 1000
+
+// bundle returns the insert of the seq-th bundle of ordinary writes (idx >=
+// 0) under the first one's task, offloaded when large, if absent or expired
+// like a single write.
+func (s *Store) bundle(ctx context.Context, ref saver.CheckpointRef, writes []saver.Write, seq int, exp int64) (writeOp, error) {
+	entries := make([]bundled, len(writes))
+	for i, w := range writes {
+		entries[i] = bundled{TaskID: w.TaskID, TaskPath: w.TaskPath, Idx: w.Idx, Channel: w.Channel, Type: w.Value.Type, Data: w.Value.Data}
 	}
 	data, err := msgpack.Marshal(entries)
 	if err != nil {
-		return writeOp{}, nil, fmt.Errorf("encode bundle: %w", err)
+		return writeOp{}, fmt.Errorf("encode bundle: %w", err)
 	}
+	first := writes[0]
 	value := saver.Typed{Type: bundleType, Data: data}
 	it := item{
-		attrPK:       attrS(partitionKey(in.Tenant, in.ThreadID)),
-		attrSK:       attrS(bundleKey(in.CheckpointRef, first)),
+		attrPK:       attrS(partitionKey(ref.Tenant, ref.ThreadID)),
+		attrSK:       attrS(bundleKey(ref, first.TaskID, seq)),
 		attrKind:     attrS(itemWrite),
-		attrThread:   attrS(in.ThreadID),
-		attrNS:       attrS(in.NS),
-		attrID:       attrS(in.ID),
+		attrThread:   attrS(ref.ThreadID),
+		attrNS:       attrS(ref.NS),
+		attrID:       attrS(ref.ID),
 		attrTaskID:   attrS(first.TaskID),
 		attrTaskPath: attrS(first.TaskPath),
 		attrBundle:   attrN(int64(len(entries))),
 		attrValue:    payloadAttr(value),
 	}
-	if in.ExpiresAt != 0 {
-		it[attrExpiresAt] = attrN(in.ExpiresAt)
+	if exp != 0 {
+		it[attrExpiresAt] = attrN(exp)
 	}
-	if err := s.offload(ctx, in.Tenant, in.ThreadID, it, attrValue, value, in.ExpiresAt); err != nil {
-		return writeOp{}, nil, fmt.Errorf("bundle of %d writes: %w", len(entries), err)
+	if err := s.offload(ctx, ref.Tenant, ref.ThreadID, it, attrValue, value, exp); err != nil {
+		return writeOp{}, fmt.Errorf("bundle of %d writes: %w", len(entries), err)
 	}
-	return writeOp{item: it, cond: absentOrExpired(s.Now())}, specials, nil
+	return writeOp{item: it, cond: absentOrExpired(s.Now())}, nil
+}
+
+// writeID is a write's identity: a task's writes of one idx are the same
+// write, stored once.
+type writeID struct {
+	task string
+	idx  int64
+}
+
+// bundleTaken reports that a bundle's key holds a bundle already, with the
+// writes it has.
+type bundleTaken struct {
+	sk  string
+	has map[writeID]bool
+}
+
+func (e *bundleTaken) Error() string { return fmt.Sprintf("dynamo: bundle %s is stored already", e.sk) }
+
+// bundledIDs returns the writes of a bundle item as stored, its payload
+// fetched if offloaded.
+func (s *Store) bundledIDs(ctx context.Context, it item) (map[writeID]bool, error) {
+	var (
+		l loads
+		v saver.Typed
+	)
+	if err := l.payload(it[attrValue], &v); err != nil {
+		return nil, err
+	}
+	if err := s.fetch(ctx, &l); err != nil {
+		return nil, err
+	}
+	ws, err := unbundle(v)
+	if err != nil {
+		return nil, err
+	}
+	has := make(map[writeID]bool, len(ws))
+	for _, w := range ws {
+		has[writeID{w.TaskID, w.Idx}] = true
+	}
+	return has, nil
 }
 
 // isBundle reports whether a write item is a bundle.

@@ -112,8 +112,9 @@ func (s *Store) getTuple(ctx context.Context, ref saver.CheckpointRef) (*partial
 type partial struct {
 	tup     *saver.Tuple
 	writes  []*saver.Write
-	bundles []bundleValue       // (see bundle.go), unpacked by complete
-	chains  map[string][]string // the checkpoint's chains hint (see patched.go)
+	bundles []bundleValue         // (see bundle.go), unpacked by complete
+	chains  map[string][]string   // the checkpoint's chains hint (see patched.go)
+	known   map[string]knownValue // what its put knew of its values (known.go)
 	loads   loads
 }
 
@@ -160,7 +161,7 @@ func newPartial(tenant string, cp item, writes []item) (*partial, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.tup, p.chains = tup, chainsOf(cp)
+	p.tup, p.chains, p.known = tup, chainsOf(cp), knownOf(cp)
 	for _, it := range writes {
 		if isBundle(it) {
 			v := &saver.Typed{}
@@ -179,15 +180,26 @@ func newPartial(tenant string, cp item, writes []item) (*partial, error) {
 	return p, nil
 }
 
-// complete resolves the partials' channel values with BatchGetItem, fetches
-// their offloaded payloads and returns the finished tuples in order. With
-// remember, the store keeps the values to patch on (a latest read: the
-// next put of the thread is likely to change them).
+// complete resolves the partials' channel values, from memory when a
+// checkpoint's known entries match the values the store remembers
+// (known.go) and with BatchGetItem otherwise, fetches their offloaded
+// payloads and returns the finished tuples in order. With remember, the
+// store keeps the values it read, to patch on and to answer the next read
+// (a latest read: the next put of the thread is likely to change them).
 func (s *Store) complete(ctx context.Context, tenant string, ps []*partial, remember bool) ([]*saver.Tuple, error) {
 	r := newBlobReader(s)
-	for _, p := range ps {
+	mem := make([]map[string]saver.Typed, len(ps))
+	for i, p := range ps {
 		pk := partitionKey(tenant, p.tup.ThreadID)
 		for ch, v := range p.tup.ChannelVersions {
+			k, ok := p.known[ch]
+			if val, ok := s.fromMemory(pk, p.tup.NS, ch, v, k, ok); ok {
+				if mem[i] == nil {
+					mem[i] = make(map[string]saver.Typed, len(p.tup.ChannelVersions))
+				}
+				mem[i][ch] = val
+				continue
+			}
 			r.want(pk, p.tup.NS, ch, v)
 			for _, c := range p.chains[ch] {
 				r.want(pk, p.tup.NS, ch, c)
@@ -204,22 +216,22 @@ func (s *Store) complete(ctx context.Context, tenant string, ps []*partial, reme
 		tup := p.tup
 		pk := partitionKey(tenant, tup.ThreadID)
 		for ch, v := range tup.ChannelVersions {
-			val, sb, err := r.value(pk, tup.NS, ch, v)
-			if err != nil {
-				return nil, fmt.Errorf("checkpoint %s: %w", tup.ID, err)
-			}
-			if val == nil || sb.blob.Value.Type == saver.EmptyType {
-				continue
-			}
-			tup.Values = append(tup.Values, saver.Blob{Channel: ch, Version: v, Value: saver.Typed{Type: sb.blob.Value.Type, Data: val.data}})
-			if remember && s.recent != nil && len(val.data) >= minPatchedValue {
-				hash := val.hash
-				if hash == "" {
-					hash = contentHash(val.data)
+			value, ok := mem[i][ch]
+			if !ok {
+				val, sb, err := r.value(pk, tup.NS, ch, v)
+				if err != nil {
+					return nil, fmt.Errorf("checkpoint %s: %w", tup.ID, err)
 				}
-				// A copy: the tuple's value goes to the caller.
-				s.recent.put(&recentValue{key: recentKey{pk, tup.NS, ch}, version: v, typ: sb.blob.Value.Type,
-					data: bytes.Clone(val.data), chain: val.chain, patched: val.patched, exp: sb.exp, hash: hash})
+				if val == nil {
+					continue
+				}
+				value = saver.Typed{Type: sb.blob.Value.Type, Data: val.data}
+				if remember {
+					s.rememberRead(recentKey{pk, tup.NS, ch}, v, value, val, sb.exp)
+				}
+			}
+			if value.Type != saver.EmptyType {
+				tup.Values = append(tup.Values, saver.Blob{Channel: ch, Version: v, Value: value})
 			}
 		}
 		slices.SortFunc(tup.Values, func(a, b saver.Blob) int { return strings.Compare(a.Channel, b.Channel) })
@@ -235,19 +247,31 @@ func (s *Store) complete(ctx context.Context, tenant string, ps []*partial, reme
 	return out, nil
 }
 
+// rememberRead keeps a value a latest read returned. A copy: the tuple's
+// value goes to the caller.
+func (s *Store) rememberRead(k recentKey, version string, v saver.Typed, val *resolved, exp int64) {
+	if s.recent == nil {
+		return
+	}
+	hash := val.hash
+	if hash == "" {
+		hash = contentHash(val.data)
+	}
+	s.recent.put(&recentValue{key: k, version: version, typ: v.Type, data: bytes.Clone(val.data),
+		chain: val.chain, patched: val.patched, exp: exp, hash: hash})
+}
+
 // unbundle adds the writes of p's bundles to its tuple. A write also stored
 // on its own, or in a bundle of a smaller key, is kept once, in that copy:
-// the same task and idx stored twice means a replayed task, which stores the
-// same writes, and the rule makes every read pick the same copy.
+// the same task and idx stored twice means a replayed task, whose first
+// write wins, and those copies came first (items of one write and "b"
+// bundles are older versions' writes; a task's later bundles hold only idxs
+// the ones before lack, see PutWrites).
 func (p *partial) unbundle() error {
 	if len(p.bundles) == 0 {
 		return nil
 	}
 	slices.SortFunc(p.bundles, func(a, b bundleValue) int { return strings.Compare(a.sk, b.sk) })
-	type writeID struct {
-		task string
-		idx  int64
-	}
 	seen := make(map[writeID]bool, len(p.tup.Writes))
 	for _, w := range p.tup.Writes {
 		seen[writeID{w.TaskID, w.Idx}] = true

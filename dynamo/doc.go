@@ -11,8 +11,8 @@
 //	PK  <tenant>!<thread>!
 //
 //	SK  c!<ns>!<checkpoint id>!                          checkpoint
-//	    c!<ns>!<checkpoint id>!w!<task id>!<idx>!        pending write
-//	    c!<ns>!<checkpoint id>!w!<task id>!b<idx>!       bundle of writes
+//	    c!<ns>!<checkpoint id>!w!<task id>!<idx>!        pending write (special)
+//	    c!<ns>!<checkpoint id>!w!<task id>!s<seq>!       bundle of writes
 //	    b!<ns>!<channel>!<version>!                      channel value (blob)
 //	    x!<ns>!                                          blob lifetimes
 //
@@ -38,10 +38,17 @@
 //	            one request), brought (channel -> BOOL: the blobs its put
 //	            brought, false for an empty one, which a DeltaChannel's
 //	            version gets at a step that is no snapshot; absent on
-//	            items put before it existed; see history.go)
-//	write       task_id, task_path, idx, channel, value (payload); a
-//	            bundle holds bundle (its number of writes) and the writes
-//	            msgpacked in value, in place of idx and channel
+//	            items put before it existed; see history.go), known
+//	            (channel -> [type, content hash, expiry] of the values its
+//	            put knew, which a read takes from memory when they match;
+//	            see known.go)
+//	write       a put_writes' ordinary writes (idx >= 0) go in one bundle:
+//	            task_id, task_path (its first write's), bundle (its number
+//	            of writes) and the writes msgpacked in value; a write to a
+//	            special channel (negative idx) is an item of its own with
+//	            task_id, task_path, idx, channel, value (payload). Older
+//	            versions stored ordinary writes so too, and bundles at
+//	            b<idx>; they keep reading (bundle.go)
 //	blob        channel, version, value (payload); a patch on earlier
 //	            versions has chain, hash and patch (the payload) in place of
 //	            value (see patched.go)
@@ -126,23 +133,26 @@
 //	                + 1 Query + 1 TransactWriteItems, once. Write units: the
 //	                lifetimes item's update (2 for one under 1 KB), also
 //	                when the put brings and references no blob
-//	put_writes      1 TransactWriteItems for up to 100 writes (4 MB); 1
-//	                PutItem for a single write; 1 more when some were stored
-//	                already (a replayed task). Beyond one transaction, 1
-//	                PutItem of a bundle of the writes (+ 1 S3 PutObject when
-//	                over the offload threshold), or 1 TransactWriteItems of
-//	                the bundle and the special writes (negative idx), so that
-//	                a put_writes is stored whole or not at all (bundle.go)
+//	put_writes      1 PutItem of a bundle of the ordinary writes, whatever
+//	                their number (+ 1 S3 PutObject when over the offload
+//	                threshold); with writes to special channels (negative
+//	                idx), 1 TransactWriteItems of the bundle and those, up
+//	                to 99 (4 MB); so a put_writes is stored whole or not at
+//	                all (bundle.go). A replayed task: 1 more per bundle the
+//	                task stored before with writes this one also has (1 for
+//	                a replay of the same writes)
 //	get_tuple       1 Query (the checkpoint with its writes, latest or by id;
-//	                a latest checkpoint with over 7 writes: 2, see
+//	                a latest checkpoint with over 7 items of writes: 2, see
 //	                Store.FirstPage) + 1 BatchGetItem per 100 channel values
+//	                the process does not hold (known.go): none when it put
+//	                or read them last, as in a session's run after run
 //	list            1 Query per page in one namespace (thread and namespace
 //	                given); with a thread, a limit and no namespace, 1
 //	                Query of 1 item per namespace + 1 to find them, then 1
 //	                per namespace (up to 32 namespaces; past that, and
 //	                without a limit, the whole thread); a table Scan when no
 //	                thread is given; + 1 BatchGetItem per 100 values of the
-//	                listed checkpoints
+//	                listed checkpoints that the process does not hold
 //	delta_history   1 Query per 1 MB page of the namespace read backwards
 //	                from the target, projected (no checkpoint body or
 //	                metadata), as far as the nearest seed of each channel

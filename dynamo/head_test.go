@@ -69,7 +69,7 @@ func TestPutExpectHeadRequest(t *testing.T) {
 	}{
 		{"Blobs", expecting(put(0), "1"), "1", []string{
 			"update x!!: " + vouchedA + ")) AND " + vouchedB + ")) AND (attribute_not_exists(head) OR head.i = '1' OR head.n = 'N'): " +
-				"SET kind = 'lifetimes', head = {i=2 n=N}, ch:new = {e=0 v=2} REMOVE expires_at",
+				"SET kind = 'lifetimes', head = {i=2 n=N}, ch:new = {e=0 h=TJRIXgwhrmxBzh3- v=2} REMOVE expires_at",
 			inserted, putCP,
 		}},
 		{"NothingBroughtOrReferenced", func() saver.PutCheckpoint {
@@ -83,7 +83,7 @@ func TestPutExpectHeadRequest(t *testing.T) {
 		// The head stays where it is: the token names it, not this put.
 		{"OlderID", expecting(put(0), "3"), "3", []string{
 			"update x!!: " + vouchedA + ")) AND " + vouchedB + ")) AND (attribute_not_exists(head) OR head.i = '3' OR head.n = 'N'): " +
-				"SET kind = 'lifetimes', head = {i=3 n=N}, ch:new = {e=0 v=2} REMOVE expires_at",
+				"SET kind = 'lifetimes', head = {i=3 n=N}, ch:new = {e=0 h=TJRIXgwhrmxBzh3- v=2} REMOVE expires_at",
 			inserted, putCP,
 		}},
 	}

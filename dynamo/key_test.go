@@ -129,7 +129,7 @@ func TestKeyLengths(t *testing.T) {
 	keys := map[string]string{
 		"checkpoint": checkpointKey(ns, id),
 		"write":      writeKey(ns, id, name, minIdx),
-		"bundle":     bundleKey(saver.CheckpointRef{NS: ns, ID: id}, saver.Write{TaskID: name, Idx: minIdx}),
+		"bundle":     bundleKey(saver.CheckpointRef{NS: ns, ID: id}, name, maxBundles),
 		"blob":       blobKey(ns, name, name),
 		"lifetimes":  getS(lifetimesKey("", ns), attrSK),
 		"before":     beforeBound(ns, id),

@@ -125,6 +125,10 @@ type blobRef struct {
 	from, to         int64  // the expiry it has, and refExtend's new one (0: never)
 	patched          bool   // a patch (patched.go)
 	hash             string // contentHash of its whole value, if known (a blob brought)
+	// known is the value the store remembers at this version, which the
+	// put conditions on (the entry's hash) and records (known.go); nil
+	// once the put learnt the stored blob may differ.
+	known *knownValue
 	// whole is the item of a patch's whole value, which refExtend writes
 	// in its place: a patch is never extended, as its chain would not be.
 	whole item
@@ -187,6 +191,9 @@ func (s *Store) planPut(ctx context.Context, in *saver.PutCheckpoint) (*putPlan,
 		)
 		hash := s.hashFor(b)
 		it, patched = s.patchItem(in.CheckpointRef, pk, b, hash, p.exp)
+		if hash == "" && s.recent != nil {
+			hash = contentHash(b.Value.Data) // for known.go
+		}
 		if patched == nil {
 			if it, err = s.blobItem(ctx, in.CheckpointRef, b, p.blobExp); err != nil {
 				return nil, fmt.Errorf("blob %s: %w", b.Channel, err)
@@ -209,7 +216,7 @@ func (s *Store) planPut(ctx context.Context, in *saver.PutCheckpoint) (*putPlan,
 	for _, ch := range channels {
 		v := in.ChannelVersions[ch]
 		key := item{attrPK: attrS(pk), attrSK: attrS(blobKey(in.NS, ch, v))}
-		p.refs = append(p.refs, blobRef{key: key, channel: ch, version: v})
+		p.refs = append(p.refs, blobRef{key: key, channel: ch, version: v, known: s.knownRef(pk, in.NS, ch, v)})
 	}
 	it, err := s.checkpointItem(ctx, &in.Checkpoint, p.exp)
 	if err != nil {
@@ -219,6 +226,9 @@ func (s *Store) planPut(ctx context.Context, in *saver.PutCheckpoint) (*putPlan,
 		it[attrChains] = hint
 	}
 	it[attrBrought] = broughtAttr(in)
+	if known := p.knownAttr(); known != nil {
+		it[attrKnown] = known
+	}
 	p.cp = writeOp{item: it}
 	return p, nil
 }
@@ -277,7 +287,11 @@ func (p *putPlan) lifetimesOp() (writeOp, bool) {
 		if p.exp != 0 {
 			cond += " OR " + e + " >= " + c.value(attrN(p.exp))
 		}
-		conds = append(conds, "("+cond+"))")
+		cond = "(" + cond + "))"
+		if r.known != nil {
+			cond += " AND " + c.path(entryPrefix+r.channel, entryHash) + " = " + c.value(attrS(r.known.hash))
+		}
+		conds = append(conds, cond)
 	}
 	conds = append(conds, p.patchConds(c)...)
 	if p.guard != nil {
@@ -388,6 +402,7 @@ func (p *putPlan) revise(ctx context.Context, failed map[int]item) error {
 			// Stored and live: insert-if-absent leaves its value, and the
 			// put handles it as a blob it references.
 			p.dropped[r.i] = true
+			forget(p.cp.item, p.brought[r.i].channel)
 			p.refs = append(p.refs, p.brought[r.i])
 			if err := p.reviseRef(ctx, &p.refs[len(p.refs)-1], old); err != nil {
 				return err
@@ -396,7 +411,17 @@ func (p *putPlan) revise(ctx context.Context, failed map[int]item) error {
 			return fmt.Errorf("condition failed on the checkpoint item")
 		}
 	}
-	return p.readUnknown(ctx)
+	if err := p.readUnknown(ctx); err != nil {
+		return err
+	}
+	// A known value is recorded only under the lifetimes entry's check.
+	for i := range p.refs {
+		if r := &p.refs[i]; r.known != nil && r.act != refVouched {
+			r.known = nil
+			forget(p.cp.item, r.channel)
+		}
+	}
+	return nil
 }
 
 // reviseLifetimes reads the lifetimes item as stored when its condition
@@ -412,6 +437,16 @@ func (p *putPlan) reviseLifetimes(ctx context.Context, old item) error {
 			continue
 		}
 		e, ok := entry(old, r.channel)
+		if r.known != nil && (!live || !ok || e.version != r.version || e.hash != r.known.hash) {
+			if live && ok && e.version == r.version {
+				// The stored blob holds other bytes than remembered (a
+				// thread put again after a delete), or its entry no
+				// hash to check: the next put would fail here again.
+				p.s.unremember(getS(p.lkey, attrPK), p.in.NS, r.channel, r.version)
+			}
+			r.known = nil
+			forget(p.cp.item, r.channel)
+		}
 		switch {
 		case !live || !ok || e.version != r.version || (e.from != 0 && p.s.expired(e.from)):
 			// No entry vouches, or its blob may have expired (it is
@@ -426,7 +461,8 @@ func (p *putPlan) reviseLifetimes(ctx context.Context, old item) error {
 			if err := p.s.retag(ctx, e.ref, to); err != nil {
 				return err
 			}
-			r.act, r.from, r.to, r.ref = refExtend, e.from, to, e.ref
+			// The entry keeps its hash: the blob is the one it describes.
+			r.act, r.from, r.to, r.ref, r.hash = refExtend, e.from, to, e.ref, e.hash
 		}
 	}
 	return nil

@@ -147,7 +147,7 @@ const (
 	putCP     = "put c!!2!: "
 	vouchedA  = "(ch:a.v = '1' AND (ch:a.e = 0"
 	vouchedB  = "(ch:b.v = '1' AND (ch:b.e = 0"
-	recordNew = "SET kind = 'lifetimes', ch:new = {e=%d v=2}"
+	recordNew = "SET kind = 'lifetimes', ch:new = {e=%d h=TJRIXgwhrmxBzh3- v=2}" // h: contentHash("v")
 )
 
 // TestPutLifetimes checks the first request of puts: one update of the

@@ -82,7 +82,7 @@ func (s *Store) patchItem(ref saver.CheckpointRef, pk string, b saver.Blob, hash
 		return nil, nil
 	}
 	r, ok := s.recent.get(recentKey{pk, ref.NS, b.Channel})
-	if !ok || r.version == b.Version || r.typ != b.Value.Type || len(r.chain) >= maxChain || !lasts(r.exp, cpExp) || r.hash == "" {
+	if !ok || r.version == b.Version || r.typ != b.Value.Type || len(r.chain) >= maxChain || !lasts(r.exp, cpExp) || len(r.data) < minPatchedValue {
 		return nil, nil
 	}
 	limit := min(len(b.Value.Data)/4, maxPatch, len(b.Value.Data)-r.patched)
@@ -141,11 +141,8 @@ func (s *Store) remember(pk string, in *saver.PutCheckpoint, p *putPlan) {
 		}
 		// A copy: the caller may reuse its buffer, and a remembered value
 		// that changed would make wrong patches.
-		v := &recentValue{key: k, version: b.Version, typ: b.Value.Type, data: bytes.Clone(b.Value.Data), exp: p.blobExp, hash: p.brought[i].hash}
-		if v.hash == "" {
-			s.recent.drop(k) // too small to patch on
-			continue
-		}
+		v := &recentValue{key: k, version: b.Version, typ: b.Value.Type, data: bytes.Clone(b.Value.Data), exp: p.blobExp,
+			hash: p.brought[i].hash, vouched: true}
 		if d := p.patched[i]; d != nil {
 			v.chain, v.patched, v.exp = d.chain, d.patched, d.exp
 		}

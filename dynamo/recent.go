@@ -7,8 +7,8 @@ import (
 
 // recent remembers, per channel of a namespace, the value of the version a
 // put last wrote or a latest read last returned, so that the next put of
-// the channel can store a patch against it (see delta.go) without reading
-// it back. It holds at most max bytes of values, dropping the least
+// the channel can store a patch against it (see patched.go) without reading
+// it back, and the next read can take it from here (known.go). It holds at most max bytes of values, dropping the least
 // recently used. A stale entry costs no correctness: a patch is written on
 // the condition that the namespace's lifetimes item still names its base
 // as the channel's version, and the put falls back to the whole value when
@@ -35,6 +35,18 @@ type recentValue struct {
 	patched int
 	exp     int64  // the blob's expiry (0: never)
 	hash    string // contentHash(data)
+	// vouched: a put of this store brought the value, so the namespace's
+	// lifetimes entry holds its hash, which a put that references it can
+	// check (known.go). A value remembered from a read is not vouched.
+	vouched bool
+}
+
+// entryOverhead approximates the memory an entry takes beside its value and
+// strings, so that many small values stay within the budget too.
+const entryOverhead = 160
+
+func (v *recentValue) cost() int {
+	return len(v.data) + len(v.key.pk) + len(v.key.ns) + len(v.key.channel) + len(v.version) + len(v.hash) + entryOverhead
 }
 
 func newRecent(max int) *recent {
@@ -58,11 +70,11 @@ func (r *recent) put(v *recentValue) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.remove(v.key)
-	if len(v.data) > r.max {
+	if v.cost() > r.max {
 		return
 	}
 	r.byKey[v.key] = r.order.PushFront(v)
-	r.size += len(v.data)
+	r.size += v.cost()
 	for r.size > r.max {
 		r.remove(r.order.Back().Value.(*recentValue).key)
 	}
@@ -74,9 +86,18 @@ func (r *recent) drop(k recentKey) {
 	r.remove(k)
 }
 
+// dropVersion drops the channel's entry if it is of version.
+func (r *recent) dropVersion(k recentKey, version string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if e, ok := r.byKey[k]; ok && e.Value.(*recentValue).version == version {
+		r.remove(k)
+	}
+}
+
 func (r *recent) remove(k recentKey) {
 	if e, ok := r.byKey[k]; ok {
-		r.size -= len(e.Value.(*recentValue).data)
+		r.size -= e.Value.(*recentValue).cost()
 		r.order.Remove(e)
 		delete(r.byKey, k)
 	}

@@ -8,65 +8,90 @@ import (
 	"github.com/saver-dev/saver"
 )
 
-// PutWrites stores a task's writes in one request: a TransactWriteItems of
-// one item per write when they fit one (100 items, 4 MB), a single PutItem
-// for one write, and one bundle item otherwise (see bundle.go), so that the
-// writes of a put are stored all together or not at all. Writes with a
-// negative idx (special channels) replace; the others are inserted only if
-// absent or expired, so that a replayed task keeps its first writes, value
-// and expiry. A replayed write fails its condition and cancels the
-// transaction it shares, and the others go again without it: one more
-// request per replay. No checkpoint has to exist: the items simply sort
-// after where it will be.
+// PutWrites stores a task's writes in one request: its ordinary writes in
+// one bundle item (see bundle.go), inserted if absent or expired, with its
+// writes to special channels (negative idx), which replace, as items of
+// their own beside it: a single PutItem for the bundle alone, one
+// TransactWriteItems with special writes, so that the writes of a put are
+// stored all together or not at all. The first write of each idx is kept,
+// as a replayed task must keep its first writes: a task's first bundle
+// against a checkpoint takes sequence number 0, and a put that finds it
+// taken (a replay) puts the writes it lacks as the next, and so on; a
+// replay of the same writes costs the one request that failed. No
+// checkpoint has to exist: the items simply sort after where it will be.
 func (s *Store) PutWrites(ctx context.Context, in saver.PutWrites) error {
-	now := s.Now()
-	writes := in.Writes
-	ops := writeOps(in.CheckpointRef, writes, in.ExpiresAt)
-	var bundle []writeOp
-	// Sizes are measured inline: offloading only shrinks items, so writes
-	// that fit one transaction now still fit once offloaded.
-	bundled := len(chunkOps(ops, maxTransactItems, maxTransactBytes)) > 1
-	if bundled {
-		op, specials, err := s.bundle(ctx, in)
-		if err != nil {
-			return fmt.Errorf("dynamo: put writes on %s: %w", in.ID, err)
+	var ordinary, specials []saver.Write
+	for _, w := range in.Writes {
+		if w.Upserts() {
+			specials = append(specials, w)
+		} else {
+			ordinary = append(ordinary, w)
 		}
-		writes, bundle = specials, []writeOp{op}
-		ops = writeOps(in.CheckpointRef, writes, in.ExpiresAt)
 	}
-	for i, w := range writes {
-		op := &ops[i]
-		if err := s.offload(ctx, in.Tenant, in.ThreadID, op.item, attrValue, w.Value, in.ExpiresAt); err != nil {
+	ops := writeOps(in.CheckpointRef, specials, in.ExpiresAt)
+	for i, w := range specials {
+		if err := s.offload(ctx, in.Tenant, in.ThreadID, ops[i].item, attrValue, w.Value, in.ExpiresAt); err != nil {
 			return fmt.Errorf("dynamo: put writes on %s: write %s/%d: %w", in.ID, w.TaskID, w.Idx, err)
 		}
-		if !w.Upserts() {
-			op.cond = absentOrExpired(now)
+	}
+	for seq := 0; ; seq++ {
+		if seq == maxBundles {
+			return fmt.Errorf("dynamo: put writes on %s: %w", in.ID,
+				saver.Errorf(saver.ECONFLICT, "Task %s has put writes against this checkpoint %d times with writes the earlier ones lacked.", ordinary[0].TaskID, maxBundles))
 		}
-	}
-	ops = append(ops, bundle...)
-	if bundled && len(chunkOps(ops, maxTransactItems, maxTransactBytes)) > 1 {
-		return saver.Errorf(saver.ETOOLARGE, "A put_writes of more than %d writes keeps its writes to special channels (negative idx) beside them in one transaction: at most %d of them, and %d MB; this one has %d.",
-			maxTransactItems, maxTransactItems-1, maxTransactBytes>>20, len(writes))
-	}
-	// Each round drops at least one op, so the loop ends.
-	for len(ops) > 0 {
-		err := s.transact(ctx, ops)
-		var cf *condFailed
-		if !errors.As(err, &cf) {
+		err := s.putWrites(ctx, in, ordinary, seq, ops)
+		var taken *bundleTaken
+		if !errors.As(err, &taken) {
 			if err != nil {
 				return fmt.Errorf("dynamo: put writes on %s: %w", in.ID, err)
 			}
 			return nil
 		}
-		kept := ops[:0:0]
-		for i, op := range ops {
-			if _, stored := cf.items[i]; !stored {
-				kept = append(kept, op)
+		rest := ordinary[:0:0]
+		for _, w := range ordinary {
+			if !taken.has[writeID{w.TaskID, w.Idx}] {
+				rest = append(rest, w)
 			}
 		}
-		ops = kept
+		ordinary = rest
+		if len(ordinary) == 0 && len(specials) == 0 {
+			return nil
+		}
 	}
-	return nil
+}
+
+// putWrites sends one request: the special writes' ops and a bundle of the
+// ordinary writes. A bundle whose key is taken fails it with *bundleTaken.
+func (s *Store) putWrites(ctx context.Context, in saver.PutWrites, ordinary []saver.Write, seq int, specials []writeOp) error {
+	ops := specials[:len(specials):len(specials)]
+	if len(ordinary) > 0 {
+		op, err := s.bundle(ctx, in.CheckpointRef, ordinary, seq, in.ExpiresAt)
+		if err != nil {
+			return err
+		}
+		ops = append(ops, op)
+	}
+	if len(ops) == 0 {
+		return nil
+	}
+	if len(chunkOps(ops, maxTransactItems, maxTransactBytes)) > 1 {
+		return saver.Errorf(saver.ETOOLARGE, "A put_writes keeps its writes to special channels (negative idx) in one transaction beside one item of its other writes: at most %d items and %d MB; this one has %d special writes.",
+			maxTransactItems, maxTransactBytes>>20, len(specials))
+	}
+	err := s.transact(ctx, ops)
+	var cf *condFailed
+	if !errors.As(err, &cf) {
+		return err
+	}
+	old, ok := cf.items[len(ops)-1]
+	if len(ordinary) == 0 || !ok || old == nil || len(cf.items) != 1 {
+		return fmt.Errorf("unexpected condition failure on %d items: %w", len(cf.items), err)
+	}
+	has, err := s.bundledIDs(ctx, old)
+	if err != nil {
+		return fmt.Errorf("bundle %s as stored: %w", getS(old, attrSK), err)
+	}
+	return &bundleTaken{sk: getS(old, attrSK), has: has}
 }
 
 // writeOps returns a put of each write's item, values inline.

@@ -171,6 +171,7 @@ func TestExhaustedRetriesLeaveNothingHalfWritten(t *testing.T) {
 		size      int // bytes per blob and per write
 		writes    int // writes of the put_writes, 0: a put is tested
 		rules     []faults.Rule
+		special   bool // the last write is to a special channel (an item of its own)
 	}
 	all := func(service string, fault faults.Fault) []faults.Rule {
 		return []faults.Rule{{Service: service, Fault: fault, Rate: 1}}
@@ -180,20 +181,21 @@ func TestExhaustedRetriesLeaveNothingHalfWritten(t *testing.T) {
 		return []faults.Rule{{Service: service, Op: op, Fault: faults.ServerError, Rate: 1, Skip: n}}
 	}
 	tests := []tc{
-		{"put/throttled", 0, 5, 10, 0, all(faults.DynamoDB, faults.Throttle)},
-		{"put/provisioned", 0, 5, 10, 0, all(faults.DynamoDB, faults.Provisioned)},
-		{"put/500", 0, 5, 10, 0, all(faults.DynamoDB, faults.ServerError)},
-		{"put/down", 0, 5, 10, 0, all(faults.DynamoDB, faults.Down)},
+		{"put/throttled", 0, 5, 10, 0, all(faults.DynamoDB, faults.Throttle), false},
+		{"put/provisioned", 0, 5, 10, 0, all(faults.DynamoDB, faults.Provisioned), false},
+		{"put/500", 0, 5, 10, 0, all(faults.DynamoDB, faults.ServerError), false},
+		{"put/down", 0, 5, 10, 0, all(faults.DynamoDB, faults.Down), false},
 		// 150 blobs take two transactions: the first lands, the second
 		// (50 blobs and the checkpoint) fails.
-		{"put/second-transaction", 0, 150, 10, 0, skip(faults.DynamoDB, "TransactWriteItems", 1)},
+		{"put/second-transaction", 0, 150, 10, 0, skip(faults.DynamoDB, "TransactWriteItems", 1), false},
 		// Offloaded: the S3 objects fail, or they land and the item fails.
-		{"put/offload-s3-fails", 1024, 4, 2048, 0, all(faults.S3, faults.Throttle)},
-		{"put/offload-s3-third-object-fails", 1024, 4, 2048, 0, skip(faults.S3, "PUT", 2)},
-		{"put/offload-item-fails", 1024, 4, 2048, 0, all(faults.DynamoDB, faults.Throttle)},
-		{"writes/throttled", 0, 3, 10, 3, all(faults.DynamoDB, faults.Throttle)},
-		{"writes/offload-s3-fails", 1024, 3, 2048, 3, all(faults.S3, faults.ServerError)},
-		{"writes/offload-second-object-fails", 1024, 3, 2048, 3, skip(faults.S3, "PUT", 1)},
+		{"put/offload-s3-fails", 1024, 4, 2048, 0, all(faults.S3, faults.Throttle), false},
+		{"put/offload-s3-third-object-fails", 1024, 4, 2048, 0, skip(faults.S3, "PUT", 2), false},
+		{"put/offload-item-fails", 1024, 4, 2048, 0, all(faults.DynamoDB, faults.Throttle), false},
+		{"writes/throttled", 0, 3, 10, 3, all(faults.DynamoDB, faults.Throttle), false},
+		{"writes/offload-s3-fails", 1024, 3, 2048, 3, all(faults.S3, faults.ServerError), false},
+		// Two objects: the special write's, then the bundle's of the others.
+		{"writes/offload-second-object-fails", 1024, 3, 2048, 3, skip(faults.S3, "PUT", 1), true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -201,6 +203,10 @@ func TestExhaustedRetriesLeaveNothingHalfWritten(t *testing.T) {
 			thread := "exhausted-" + localstack.Name("")
 			put := checkpointBody("0001", "", tt.blobs, tt.size)
 			writes := writesBody("0001", "task", tt.writes, tt.size)
+			if tt.special {
+				ws := writes["writes"].([]map[string]any)
+				ws[len(ws)-1]["idx"], ws[len(ws)-1]["channel"] = -1, "__error__"
+			}
 			if tt.writes > 0 {
 				mustStatus(t, "put", r.api.put(thread, put), http.StatusOK)
 			}

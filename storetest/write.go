@@ -13,6 +13,7 @@ var writeTests = []test{
 	{"RoundTrip", testWritesRoundTrip},
 	{"Idempotent", testWritesIdempotent},
 	{"InsertIfAbsent", testWritesInsertIfAbsent},
+	{"GrowingReplays", testWritesGrowingReplays},
 	{"NegativeIdxUpserts", testWritesNegativeIdxUpserts},
 	{"Order", testWritesOrder},
 	{"BeforeCheckpoint", testWritesBeforeCheckpoint},
@@ -84,6 +85,36 @@ func testWritesInsertIfAbsent(t *testing.T, s saver.Store) {
 	MustPutWrites(t, s, At(ref, "0001"), first)
 	MustPutWrites(t, s, At(ref, "0001"), second, NewWrite("task-1", 1, "ch", "new"))
 	MustEqualTuple(t, MustGetTuple(t, s, ref), WantTuple(in, first, NewWrite("task-1", 1, "ch", "new")))
+}
+
+// testWritesGrowingReplays replays a task whose every run puts more writes
+// than the one before, beside another task: each idx keeps the first run's
+// write that had it, and a special write the last one.
+func testWritesGrowingReplays(t *testing.T, s saver.Store) {
+	ref := NewRef()
+	in := NewCheckpoint(ref, "0001")
+	MustPutCheckpoint(t, s, in)
+	run := func(label string, n int) []saver.Write {
+		var ws []saver.Write
+		for i := range n {
+			ws = append(ws, NewWrite("task-1", int64(i), "ch", fmt.Sprintf("%s %d", label, i)))
+		}
+		return ws
+	}
+	at := At(ref, "0001")
+	MustPutWrites(t, s, at, run("a", 1)...)
+	MustPutWrites(t, s, at, NewWrite("task-2", 0, "ch", "other"))
+	MustPutWrites(t, s, at, run("b", 2)...)
+	MustPutWrites(t, s, at, append(run("c", 4), NewWrite("task-1", -1, "__error__", "c error"))...)
+	MustPutWrites(t, s, at, run("d", 3)...)
+	MustPutWrites(t, s, at, run("e", 6)...)
+	want := []saver.Write{
+		NewWrite("task-1", 0, "ch", "a 0"), NewWrite("task-1", 1, "ch", "b 1"),
+		NewWrite("task-1", 2, "ch", "c 2"), NewWrite("task-1", 3, "ch", "c 3"),
+		NewWrite("task-1", 4, "ch", "e 4"), NewWrite("task-1", 5, "ch", "e 5"),
+		NewWrite("task-1", -1, "__error__", "c error"), NewWrite("task-2", 0, "ch", "other"),
+	}
+	MustEqualTuple(t, MustGetTuple(t, s, ref), WantTuple(in, want...))
 }
 
 // testWritesNegativeIdxUpserts checks that special channels (error,

@@ -207,7 +207,7 @@ func settings() []envVar {
 			c.OffloadBytes = n
 			return nil
 		}, func(c *Config) string { return strconv.Itoa(c.OffloadBytes) })
-	add("SAVER_PATCH_CACHE_BYTES", "patch-cache-bytes", "memory in bytes for recent channel values, kept to store a value that grew as a patch on the last (store dynamodb); 0 stores every value whole",
+	add("SAVER_PATCH_CACHE_BYTES", "patch-cache-bytes", "memory in bytes for recent channel values, kept to store a value that grew as a patch on the last and to answer reads of them (store dynamodb); 0 stores every value whole and reads every value from the table",
 		func(c *Config, v string) error {
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 0 {
