@@ -9,9 +9,11 @@ that code moving inside the package cannot change any of them unseen.
 
 from __future__ import annotations
 
+import ast
 import importlib
 import inspect
 import types
+from pathlib import Path
 from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -175,3 +177,41 @@ def test_public_names_keep_their_module_paths() -> None:
     assert HTTPSaver.__qualname__ == "HTTPSaver"
     exported = {n for names in MODULE_PATHS.values() for n in names}
     assert set(saver_client.__all__) - {"__version__"} <= exported
+
+
+def _imports(path: Path, package: str) -> set[str]:
+    """The package's modules a source file imports, under TYPE_CHECKING too."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.split(".")[0] == package}
+        elif isinstance(node, ast.ImportFrom):
+            name = f"{package}.{node.module or ''}".rstrip(".") if node.level else node.module
+            if name and name.split(".")[0] == package:
+                found.add(name)
+    return found
+
+
+def test_modules_import_each_other_without_a_cycle() -> None:
+    # Importing the package itself runs __init__, which imports every
+    # module: a module that imports `saver_client` closes a cycle too.
+    root = Path(saver_client.__file__).parent
+    graph = {
+        ("saver_client" if f.stem == "__init__" else f"saver_client.{f.stem}"): _imports(
+            f, "saver_client"
+        )
+        for f in root.glob("*.py")
+    }
+    assert graph["saver_client.ledger"] and "saver_client.saver" not in graph["saver_client.ledger"]
+    done: set[str] = set()
+
+    def visit(module: str, trail: tuple[str, ...]) -> None:
+        assert module not in trail, "import cycle: " + " -> ".join((*trail, module))
+        if module in done:
+            return
+        for dep in sorted(graph.get(module, ())):
+            visit(dep, (*trail, module))
+        done.add(module)
+
+    for module in sorted(graph):
+        visit(module, ())
