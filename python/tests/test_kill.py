@@ -196,7 +196,8 @@ class SlowPut:
         cp["channel_versions"] = {"data": version}
         self.checkpoint = cp
         self.config: Any = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
-        path, body = saver._put_request(self.config, cp, {"source": "input", "step": -1}, {"data": version})
+        put = saver._put_request(self.config, cp, {"source": "input", "step": -1}, {"data": version})
+        path, body = put.path, put.body
         saver.close()
         payload = ormsgpack.packb(body)
         head = (

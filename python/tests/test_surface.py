@@ -179,7 +179,7 @@ def test_public_names_keep_their_module_paths() -> None:
     assert set(saver_client.__all__) - {"__version__"} <= exported
 
 
-def _imports(path: Path, package: str) -> set[str]:
+def _imports(path: Path, package: str, modules: set[str]) -> set[str]:
     """The package's modules a source file imports, under TYPE_CHECKING too."""
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
@@ -187,21 +187,23 @@ def _imports(path: Path, package: str) -> set[str]:
             found |= {a.name for a in node.names if a.name.split(".")[0] == package}
         elif isinstance(node, ast.ImportFrom):
             name = f"{package}.{node.module or ''}".rstrip(".") if node.level else node.module
-            if name and name.split(".")[0] == package:
-                found.add(name)
+            if not name or name.split(".")[0] != package:
+                continue
+            # `from package import module` needs that module, not all of __init__.
+            for alias in node.names:
+                sub = f"{name}.{alias.name}"
+                found.add(sub if sub in modules else name)
     return found
 
 
 def test_modules_import_each_other_without_a_cycle() -> None:
     # Importing the package itself runs __init__, which imports every
     # module: a module that imports `saver_client` closes a cycle too.
-    root = Path(saver_client.__file__).parent
-    graph = {
-        ("saver_client" if f.stem == "__init__" else f"saver_client.{f.stem}"): _imports(
-            f, "saver_client"
-        )
-        for f in root.glob("*.py")
+    files = {
+        ("saver_client" if f.stem == "__init__" else f"saver_client.{f.stem}"): f
+        for f in Path(saver_client.__file__).parent.glob("*.py")
     }
+    graph = {name: _imports(f, "saver_client", set(files)) for name, f in files.items()}
     assert graph["saver_client.ledger"] and "saver_client.saver" not in graph["saver_client.ledger"]
     done: set[str] = set()
 

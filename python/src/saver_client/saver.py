@@ -2,46 +2,36 @@
 
 from __future__ import annotations
 
-import base64
 import builtins
-import datetime as _dt
-import enum
 import logging
-import math
 import os
 import random
-import secrets
-import uuid
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from types import TracebackType
-from typing import Any, Literal, cast
-from urllib.parse import quote, urlsplit
+from typing import Any
+from urllib.parse import urlsplit
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
-    WRITES_IDX_MAP,
     BaseCheckpointSaver,
     ChannelVersions,
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
     DeltaChannelHistory,
-    get_checkpoint_id,
-    get_serializable_checkpoint_metadata,
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from saver_client import _wire as wire
 from saver_client._http import Timeout
 from saver_client._transport import RetryPolicy, Transport
 from saver_client._version import __version__
-from saver_client.errors import BadResponseError, ConflictError, NotFoundError
-from saver_client.ledger import (
-    DEFAULT_WAIT_TIMEOUT,
-    MAX_MESSAGE_BYTES,
-    Claim,
-    Idempotent,
-    StoredFailure,
-)
+from saver_client._wire import SCOPE_KEY as SCOPE_KEY
+from saver_client._wire import Call, check_scope
+from saver_client._wire import Scope as Scope
+from saver_client._wire import Wire as Wire
+from saver_client.errors import ConflictError, NotFoundError
+from saver_client.ledger import DEFAULT_WAIT_TIMEOUT, Claim, Idempotent
 from saver_client.tree import (
     Branch,
     ResumeContext,
@@ -57,29 +47,6 @@ logger = logging.getLogger("saver_client")
 
 URL_ENV = "SAVER_URL"
 API_KEY_ENV = "SAVER_API_KEY"
-
-# The blob stored for a channel that has a new version but no value, exactly as
-# InMemorySaver stores it; the service skips such blobs when resolving values.
-_EMPTY: dict[str, Any] = {"type": "empty", "data": b""}
-
-_PRUNE_STRATEGIES = ("keep_latest", "delete")
-
-Scope = Literal["session", "persistent"]
-# The configurable key a run sets to choose its thread's retention scope.
-SCOPE_KEY = "saver_scope"
-
-# Metadata sources of the puts that continue the head a run read: LangGraph's
-# input and loop steps. Forks and state updates ("fork", "update") branch
-# off an older checkpoint on purpose and are never conditioned.
-_CONDITIONED_SOURCES = ("input", "loop")
-
-
-def _check_scope(scope: Any) -> Scope | None:
-    if scope not in (None, "session", "persistent"):
-        raise ValueError(f"scope must be 'session' or 'persistent', not {scope!r}")
-    return cast("Scope | None", scope)
-
-Wire = dict[str, Any]
 
 
 class HTTPSaver(BaseCheckpointSaver[str]):
@@ -138,7 +105,7 @@ class HTTPSaver(BaseCheckpointSaver[str]):
         detect_conflicts: bool = False,
     ) -> None:
         super().__init__(serde=serde)
-        self.scope = _check_scope(scope)
+        self.scope = check_scope(scope)
         self.detect_conflicts = bool(detect_conflicts)
         base_url = url or os.environ.get(URL_ENV)
         if not base_url:
@@ -217,307 +184,36 @@ class HTTPSaver(BaseCheckpointSaver[str]):
         next_h = random.random()
         return f"{next_v:032}.{next_h:016}"
 
-    # -- request building (shared by sync and async) -------------------------
+    # -- sending (the requests come from _wire) -----------------------------
 
-    def _typed(self, value: Any) -> Wire:
-        type_, data = self.serde.dumps_typed(value)
-        return {"type": type_, "data": data}
+    def _send(self, call: Call) -> Any:
+        return self._transport.request(call.method, call.path, body=call.body, params=call.params)
 
-    def _untyped(self, typed: Any) -> Any:
-        if not isinstance(typed, Mapping):
-            raise BadResponseError("bad_response", f"expected a typed value, got {typed!r:.80}")
-        data = typed.get("data", b"")
-        if isinstance(data, str):  # a JSON response carries bytes as base64
-            data = base64.b64decode(data)
-        return self.serde.loads_typed((str(typed["type"]), bytes(data)))
-
-    def _put_request(
-        self,
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-    ) -> tuple[str, Wire]:
-        conf = config["configurable"]
-        thread_id = str(conf["thread_id"])
-        skeleton: dict[str, Any] = dict(checkpoint)
-        values: dict[str, Any] = skeleton.pop("channel_values", None) or {}
-        body = {
-            "checkpoint_ns": conf.get("checkpoint_ns") or "",
-            "checkpoint_id": checkpoint["id"],
-            # In put, the config names the parent: the checkpoint this one follows.
-            "parent_checkpoint_id": conf.get("checkpoint_id") or "",
-            "checkpoint": self._typed(skeleton),
-            "metadata": _jsonable(get_serializable_checkpoint_metadata(config, metadata)),
-            "channel_versions": {ch: str(v) for ch, v in checkpoint["channel_versions"].items()},
-            "blobs": [
-                {
-                    "channel": ch,
-                    "version": str(v),
-                    "value": self._typed(values[ch]) if ch in values else _EMPTY,
-                }
-                for ch, v in new_versions.items()
-            ],
-            "scope": self._scope(conf),
-        }
-        if self.detect_conflicts and metadata.get("source") in _CONDITIONED_SOURCES:
-            # The parent is the head the run read ("" for a new thread).
-            body["expected_head"] = body["parent_checkpoint_id"]
-        return f"/v1/threads/{_seg(thread_id)}/checkpoints", body
-
-    @staticmethod
-    def _landed_request(path: str, body: Wire) -> tuple[str, dict[str, str]]:
-        """The read that tells whether a conditioned put was stored after all."""
-        params = {"checkpoint_ns": body["checkpoint_ns"], "checkpoint_id": body["checkpoint_id"]}
-        return path.removesuffix("/checkpoints") + "/checkpoint", params
-
-    @staticmethod
-    def _landed(wire: Any, body: Wire) -> bool:
-        """Whether a stored checkpoint is the one the put sent.
-
-        Checkpoint ids are unique per checkpoint, so a checkpoint under the
-        put's id and with its parent is the put's own: an earlier try of it,
-        retried after a lost answer, which the service refuses because the
-        head is now that very checkpoint.
-        """
-        return (
-            isinstance(wire, Mapping)
-            and (wire.get("parent_checkpoint_id") or "") == body["parent_checkpoint_id"]
+    async def _asend(self, call: Call) -> Any:
+        return await self._transport.arequest(
+            call.method, call.path, body=call.body, params=call.params
         )
 
-    @staticmethod
-    def _conflict(exc: ConflictError, body: Wire, thread_id: str) -> ConflictError:
-        parent = body["parent_checkpoint_id"]
-        where = f"checkpoint {parent!r}" if parent else "its start"
-        return ConflictError(
-            exc.code,
-            f"thread {thread_id!r} (namespace {body['checkpoint_ns']!r}) moved on from "
-            f"{where}, where this run was: another writer stored checkpoints since (or the "
-            f"run gave new input to an older checkpoint; fork with update_state for that). "
-            f"Checkpoint {body['checkpoint_id']!r} was not stored; read the thread again "
-            f"and run from its head. ({exc.message})",
-            status=exc.status,
-            request_id=exc.request_id,
-        )
-
-    def _scope(self, conf: Mapping[str, Any]) -> str:
-        return _check_scope(conf.get(SCOPE_KEY) or self.scope) or ""
-
-    def _writes_request(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
-        task_id: str,
-        task_path: str,
-    ) -> tuple[str, Wire] | None:
-        conf = config["configurable"]
-        by_key: dict[int, Wire] = {}
-        for pos, (channel, value) in enumerate(writes):
-            idx = WRITES_IDX_MAP.get(channel, pos)
-            # A later write to the same special channel replaces an earlier one,
-            # as in InMemorySaver; the service rejects duplicate keys in one call.
-            by_key[idx] = {
-                "task_id": task_id,
-                "task_path": task_path,
-                "idx": idx,
-                "channel": channel,
-                "value": self._typed(value),
-            }
-        if not by_key:
-            return None
-        body = {
-            "checkpoint_ns": conf.get("checkpoint_ns") or "",
-            "checkpoint_id": conf["checkpoint_id"],
-            "writes": list(by_key.values()),
-            "scope": self._scope(conf),
-        }
-        return f"/v1/threads/{_seg(str(conf['thread_id']))}/writes", body
-
-    @staticmethod
-    def _get_request(config: RunnableConfig) -> tuple[str, dict[str, str]]:
-        conf = config["configurable"]
-        params = {"checkpoint_ns": conf.get("checkpoint_ns") or ""}
-        if checkpoint_id := get_checkpoint_id(config):
-            params["checkpoint_id"] = checkpoint_id
-        return f"/v1/threads/{_seg(str(conf['thread_id']))}/checkpoint", params
-
-    @staticmethod
-    def _delta_request(config: RunnableConfig, channels: Sequence[str]) -> tuple[str, Wire]:
-        conf = config["configurable"]
-        body = {
-            "checkpoint_ns": conf.get("checkpoint_ns") or "",
-            "checkpoint_id": get_checkpoint_id(config) or "",
-            "channels": [str(ch) for ch in channels],
-        }
-        return f"/v1/threads/{_seg(str(conf['thread_id']))}/delta-history", body
-
-    def _to_histories(
-        self, wire: Any, channels: Sequence[str]
-    ) -> dict[str, DeltaChannelHistory]:
-        try:
-            by_channel = wire["channels"]
-            out: dict[str, DeltaChannelHistory] = {}
-            for ch in channels:
-                entry = by_channel[ch]
-                history: DeltaChannelHistory = {
-                    "writes": [
-                        (w["task_id"], w["channel"], self._untyped(w["value"]))
-                        for w in entry.get("writes") or ()
-                    ]
-                }
-                if entry.get("seed") is not None:
-                    history["seed"] = self._untyped(entry["seed"])
-                out[ch] = history
-        except (KeyError, TypeError, AttributeError) as exc:
-            raise BadResponseError("bad_response", f"malformed delta history: {exc!r}") from exc
-        return out
-
-    @staticmethod
-    def _search_request(
-        config: RunnableConfig | None,
-        filter: dict[str, Any] | None,
-        before: RunnableConfig | None,
-    ) -> Wire:
-        conf: Mapping[str, Any] = (config or {}).get("configurable") or {}
-        thread_id = conf.get("thread_id")
-        # An absent checkpoint_ns means every namespace; "" means the root graph.
-        ns = conf.get("checkpoint_ns")
-        return {
-            "thread_id": None if thread_id is None else str(thread_id),
-            "checkpoint_ns": ns,
-            "checkpoint_id": (get_checkpoint_id(config) if config else None) or None,
-            "before": (get_checkpoint_id(before) if before else None) or None,
-            "filter": _jsonable(filter) if filter else None,
-        }
-
-    def _to_tuple(self, wire: Any) -> CheckpointTuple:
-        try:
-            thread_id = wire["thread_id"]
-            ns = wire["checkpoint_ns"]
-            checkpoint_id = wire["checkpoint_id"]
-            skeleton = self._untyped(wire["checkpoint"])
-            values = {
-                v["channel"]: self._untyped(v["value"])
-                for v in wire.get("values") or ()
-                if v["value"]["type"] != "empty"
-            }
-            pending = [
-                (w["task_id"], w["channel"], self._untyped(w["value"]))
-                for w in wire.get("writes") or ()
-            ]
-            parent_id = wire.get("parent_checkpoint_id") or None
-            metadata = wire.get("metadata") or {}
-        except (KeyError, TypeError) as exc:
-            raise BadResponseError("bad_response", f"malformed checkpoint tuple: {exc!r}") from exc
-        return CheckpointTuple(
-            config=_config(thread_id, ns, checkpoint_id),
-            checkpoint=cast(Checkpoint, {**skeleton, "channel_values": values}),
-            metadata=cast(CheckpointMetadata, metadata),
-            parent_config=_config(thread_id, ns, parent_id) if parent_id else None,
-            pending_writes=pending,
-        )
-
-    @staticmethod
-    def _page(result: Any) -> tuple[list[Any], str | None]:
-        if not isinstance(result, Mapping) or not isinstance(result.get("tuples"), list):
-            raise BadResponseError("bad_response", "search answered without a tuples list")
-        cursor = result.get("next_cursor") or None
-        if cursor is not None and not result["tuples"]:
-            # Following it would loop forever without making progress.
-            raise BadResponseError("bad_response", "search returned an empty page with a cursor")
-        return result["tuples"], cursor
-
-    @staticmethod
-    def _tree_request(
-        thread_id: str,
-        query: str,
-        checkpoint_id: str | None = None,
-        checkpoint_ns: str = "",
-    ) -> tuple[str, dict[str, str]]:
-        params: dict[str, str] = {}
-        if checkpoint_id:
-            params = {"checkpoint_ns": checkpoint_ns or "", "checkpoint_id": checkpoint_id}
-        elif checkpoint_ns:
-            raise ValueError("checkpoint_ns needs a checkpoint_id")
-        suffix = f"/{query}" if query else ""
-        return f"/v1/threads/{_seg(str(thread_id))}/tree{suffix}", params
-
-    @staticmethod
-    def _context_params(limit: int | None) -> dict[str, str]:
-        if limit is None:
-            return {}
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
-            raise ValueError("limit must be a non-negative int (0 or None: no limit)")
-        return {"limit": str(limit)}
-
-    @staticmethod
-    def _claim_body(key: str, lease: float | None, ttl: float | None) -> Wire:
-        if not isinstance(key, str) or not key:
-            raise ValueError("an idempotency key must be a non-empty str")
-        # One claim id for every try of this call: when an answer is lost
-        # and the transport sends the claim again, the service recognises
-        # the resend and grants the same lease, rather than answer
-        # in_progress (held by this very call) until the lease runs out.
-        # Not uuid.uuid4: tests patch it to make the ids a graph assigns
-        # reproducible, and a call of ours would shift them.
-        body: Wire = {"key": key, "claim_id": secrets.token_hex(16)}
-        if lease is not None:
-            body["lease_ms"] = _millis(lease, "lease")
-        if ttl is not None:
-            body["ttl_ms"] = _millis(ttl, "ttl")
-        return body
-
-    def _to_claim(self, wire: Any) -> Claim:
-        try:
-            state = wire["state"]
-            if state not in ("claimed", "in_progress", "completed", "failed"):
-                raise ValueError(f"unknown state {state!r}")
-            lease_ms = wire.get("lease_expires_at_ms") or 0
-            err = wire.get("error")
-            return Claim(
-                key=str(wire["key"]),
-                state=state,
-                attempt=int(wire.get("attempt") or 0),
-                token=str(wire["token"]) if wire.get("token") else None,
-                lease_expires_at=lease_ms / 1000 if lease_ms else None,
-                result=(
-                    self._untyped(wire["result"])
-                    if state == "completed" and wire.get("result") is not None
-                    else None
-                ),
-                error=(
-                    StoredFailure(str(err.get("message") or ""), bool(err.get("retryable")))
-                    if err
-                    else None
-                ),
-            )
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise BadResponseError("bad_response", f"malformed claim answer: {exc!r}") from exc
-
-    def _complete_body(self, key: str, token: str, result: Any) -> Wire:
-        return {"key": key, "token": token, "result": self._typed(result)}
-
-    @staticmethod
-    def _fail_body(key: str, token: str, message: str, retryable: bool) -> Wire:
-        data = str(message).encode()
-        if len(data) > MAX_MESSAGE_BYTES:  # the service refuses longer messages
-            message = data[:MAX_MESSAGE_BYTES].decode(errors="ignore")
-        return {
-            "key": key,
-            "token": token,
-            "error": {"message": str(message), "retryable": bool(retryable)},
-        }
-
-    # -- sync API ----------------------------------------------------------
+    # -- the LangGraph saver contract ------------------------------------------
+    # Async methods are overridden on the class (not delegated to the base)
+    # because both the conformance suite and the Agent Server detect
+    # capabilities that way.
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """The checkpoint named by config, or the latest of (thread, ns); None if absent."""
-        path, params = self._get_request(config)
         try:
-            wire = self._transport.request("GET", path, params=params)
+            found = self._send(wire.get_call(config))
         except NotFoundError:
             return None
-        return self._to_tuple(wire)
+        return wire.to_tuple(self.serde, found)
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """Async `get_tuple`."""
+        try:
+            found = await self._asend(wire.get_call(config))
+        except NotFoundError:
+            return None
+        return wire.to_tuple(self.serde, found)
 
     def list(
         self,
@@ -528,25 +224,41 @@ class HTTPSaver(BaseCheckpointSaver[str]):
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
         """Checkpoints matching the arguments, newest first, fetched page by page."""
-        if limit is not None and limit <= 0:
-            return
-        search = self._search_request(config, filter, before)
-        remaining, cursor = limit, None
-        while True:
-            result = self._transport.request(
-                "POST",
-                "/v1/checkpoints/search",
-                body={**search, "limit": remaining, "cursor": cursor},
-            )
-            tuples, cursor = self._page(result)
-            for wire in tuples[:remaining]:
-                yield self._to_tuple(wire)
-            if remaining is not None:
-                remaining -= len(tuples)
-                if remaining <= 0:
-                    return
-            if cursor is None:
-                return
+        search = wire.Search(config, filter, before, limit)
+        while (call := search.next()) is not None:
+            for found in search.page(self._send(call)):
+                yield wire.to_tuple(self.serde, found)
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        """Async `list`."""
+        search = wire.Search(config, filter, before, limit)
+        while (call := search.next()) is not None:
+            for found in search.page(await self._asend(call)):
+                yield wire.to_tuple(self.serde, found)
+
+    def _put_request(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> Call:
+        return wire.put_call(
+            self.serde,
+            config,
+            checkpoint,
+            metadata,
+            new_versions,
+            scope=self.scope,
+            detect_conflicts=self.detect_conflicts,
+        )
 
     def put(
         self,
@@ -560,20 +272,37 @@ class HTTPSaver(BaseCheckpointSaver[str]):
         With `detect_conflicts`, raises ConflictError when another writer
         moved the thread's head since the run read it; nothing is stored then.
         """
-        path, body = self._put_request(config, checkpoint, metadata, new_versions)
+        put = self._put_request(config, checkpoint, metadata, new_versions)
         try:
-            return _stored_config(self._transport.request("POST", path, body=body))
+            return wire.stored_config(self._send(put))
         except ConflictError as exc:
-            if "expected_head" not in body:
+            if not wire.conditioned(put):
                 raise
-            read, params = self._landed_request(path, body)
             try:
-                wire = self._transport.request("GET", read, params=params)
+                found = self._send(wire.landed_call(put))
             except NotFoundError:
-                wire = None
-            if self._landed(wire, body):
-                return _stored_config(wire)
-            raise self._conflict(exc, body, str(config["configurable"]["thread_id"])) from exc
+                found = None
+            return wire.landed_config(found, put, exc, config)
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """Async `put`."""
+        put = self._put_request(config, checkpoint, metadata, new_versions)
+        try:
+            return wire.stored_config(await self._asend(put))
+        except ConflictError as exc:
+            if not wire.conditioned(put):
+                raise
+            try:
+                found = await self._asend(wire.landed_call(put))
+            except NotFoundError:
+                found = None
+            return wire.landed_config(found, put, exc, config)
 
     def put_writes(
         self,
@@ -583,9 +312,21 @@ class HTTPSaver(BaseCheckpointSaver[str]):
         task_path: str = "",
     ) -> None:
         """Store a task's pending writes against the checkpoint in config."""
-        req = self._writes_request(config, writes, task_id, task_path)
-        if req is not None:
-            self._transport.request("POST", req[0], body=req[1])
+        call = wire.writes_call(self.serde, config, writes, task_id, task_path, scope=self.scope)
+        if call is not None:
+            self._send(call)
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Async `put_writes`."""
+        call = wire.writes_call(self.serde, config, writes, task_id, task_path, scope=self.scope)
+        if call is not None:
+            await self._asend(call)
 
     def get_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
@@ -599,12 +340,19 @@ class HTTPSaver(BaseCheckpointSaver[str]):
         """
         if not channels:
             return {}
-        path, body = self._delta_request(config, channels)
-        return self._to_histories(self._transport.request("POST", path, body=body), channels)
+        found = self._send(wire.delta_call(config, channels))
+        return wire.to_histories(self.serde, found, channels)
 
-    def delete_thread(self, thread_id: str) -> None:
-        """Delete every checkpoint, blob and write of a thread, in all namespaces."""
-        self._transport.request("DELETE", f"/v1/threads/{_seg(str(thread_id))}")
+    async def aget_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        """Async `get_delta_channel_history`."""
+        if not channels:
+            return {}
+        found = await self._asend(wire.delta_call(config, channels))
+        return wire.to_histories(self.serde, found, channels)
+
+    # -- maintenance -----------------------------------------------------------
 
     def ping(self) -> None:
         """Check that the service is ready and accepts this saver's API key.
@@ -613,45 +361,60 @@ class HTTPSaver(BaseCheckpointSaver[str]):
         service's store does not answer, and a connection error when nothing
         listens at the URL.
         """
-        self._transport.request("GET", "/readyz")
-        # An empty page: the cheapest call that needs the key.
-        self._transport.request("POST", "/v1/checkpoints/search", body={"limit": 0})
+        for call in wire.ping_calls():
+            self._send(call)
 
-    def pin(self, thread_id: str, checkpoint_id: str, checkpoint_ns: str = "") -> None:
-        """Make a checkpoint, its channel values and its writes never expire."""
-        self._transport.request(
-            "POST",
-            f"/v1/threads/{_seg(str(thread_id))}/checkpoints/pin",
-            body={"checkpoint_ns": checkpoint_ns, "checkpoint_id": checkpoint_id},
-        )
+    async def aping(self) -> None:
+        """Async `ping`."""
+        for call in wire.ping_calls():
+            await self._asend(call)
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Delete every checkpoint, blob and write of a thread, in all namespaces."""
+        self._send(wire.delete_thread_call(thread_id))
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        """Async `delete_thread`."""
+        await self._asend(wire.delete_thread_call(thread_id))
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Delete the checkpoints (and their writes) whose metadata run_id is in run_ids."""
-        if run_ids:
-            self._transport.request(
-                "POST", "/v1/runs/delete", body={"run_ids": [str(r) for r in run_ids]}
-            )
+        if (call := wire.delete_for_runs_call(run_ids)) is not None:
+            self._send(call)
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Async `delete_for_runs`."""
+        if (call := wire.delete_for_runs_call(run_ids)) is not None:
+            await self._asend(call)
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Copy a thread with ids and parent links unchanged.
 
         Raises NotFoundError when the source has no checkpoint.
         """
-        self._transport.request(
-            "POST",
-            f"/v1/threads/{_seg(str(source_thread_id))}/copy",
-            body={"target_thread_id": str(target_thread_id)},
-        )
+        self._send(wire.copy_thread_call(source_thread_id, target_thread_id))
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Async `copy_thread`."""
+        await self._asend(wire.copy_thread_call(source_thread_id, target_thread_id))
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """Keep only the newest checkpoint per namespace ("keep_latest"), or delete all."""
-        _check_strategy(strategy)
-        if thread_ids:
-            self._transport.request(
-                "POST",
-                "/v1/threads/prune",
-                body={"thread_ids": [str(t) for t in thread_ids], "strategy": strategy},
-            )
+        if (call := wire.prune_call(thread_ids, strategy)) is not None:
+            self._send(call)
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """Async `prune`."""
+        if (call := wire.prune_call(thread_ids, strategy)) is not None:
+            await self._asend(call)
+
+    def pin(self, thread_id: str, checkpoint_id: str, checkpoint_ns: str = "") -> None:
+        """Make a checkpoint, its channel values and its writes never expire."""
+        self._send(wire.pin_call(thread_id, checkpoint_id, checkpoint_ns))
+
+    async def apin(self, thread_id: str, checkpoint_id: str, checkpoint_ns: str = "") -> None:
+        """Async `pin`."""
+        await self._asend(wire.pin_call(thread_id, checkpoint_id, checkpoint_ns))
 
     # -- checkpoint tree -----------------------------------------------------
     # Not part of BaseCheckpointSaver: new names only, so that capability
@@ -663,8 +426,11 @@ class HTTPSaver(BaseCheckpointSaver[str]):
 
         Raises NotFoundError when the thread has no checkpoint.
         """
-        path, params = self._tree_request(thread_id, "")
-        return ThreadTree.from_wire(self._transport.request("GET", path, params=params))
+        return ThreadTree.from_wire(self._send(wire.tree_call(thread_id, "")))
+
+    async def atree(self, thread_id: str) -> ThreadTree:
+        """Async `tree`."""
+        return ThreadTree.from_wire(await self._asend(wire.tree_call(thread_id, "")))
 
     def path(
         self, thread_id: str, checkpoint_id: str | None = None, checkpoint_ns: str = ""
@@ -673,8 +439,15 @@ class HTTPSaver(BaseCheckpointSaver[str]):
 
         A subgraph checkpoint's path crosses into the parent graph that ran it.
         """
-        path, params = self._tree_request(thread_id, "path", checkpoint_id, checkpoint_ns)
-        return nodes_from_wire(self._transport.request("GET", path, params=params))
+        call = wire.tree_call(thread_id, "path", checkpoint_id, checkpoint_ns)
+        return nodes_from_wire(self._send(call))
+
+    async def apath(
+        self, thread_id: str, checkpoint_id: str | None = None, checkpoint_ns: str = ""
+    ) -> builtins.list[TreeNode]:
+        """Async `path`."""
+        call = wire.tree_call(thread_id, "path", checkpoint_id, checkpoint_ns)
+        return nodes_from_wire(await self._asend(call))
 
     def children(
         self, thread_id: str, checkpoint_id: str | None = None, checkpoint_ns: str = ""
@@ -683,27 +456,42 @@ class HTTPSaver(BaseCheckpointSaver[str]):
 
         Forks are siblings; subgraph runs under the checkpoint are children too.
         """
-        path, params = self._tree_request(thread_id, "children", checkpoint_id, checkpoint_ns)
-        return nodes_from_wire(self._transport.request("GET", path, params=params))
+        call = wire.tree_call(thread_id, "children", checkpoint_id, checkpoint_ns)
+        return nodes_from_wire(self._send(call))
+
+    async def achildren(
+        self, thread_id: str, checkpoint_id: str | None = None, checkpoint_ns: str = ""
+    ) -> builtins.list[TreeNode]:
+        """Async `children`."""
+        call = wire.tree_call(thread_id, "children", checkpoint_id, checkpoint_ns)
+        return nodes_from_wire(await self._asend(call))
 
     def leaves(self, thread_id: str) -> builtins.list[TreeNode]:
         """The branch heads of every namespace."""
-        path, params = self._tree_request(thread_id, "leaves")
-        return nodes_from_wire(self._transport.request("GET", path, params=params))
+        return nodes_from_wire(self._send(wire.tree_call(thread_id, "leaves")))
+
+    async def aleaves(self, thread_id: str) -> builtins.list[TreeNode]:
+        """Async `leaves`."""
+        return nodes_from_wire(await self._asend(wire.tree_call(thread_id, "leaves")))
 
     def abandoned(self, thread_id: str) -> builtins.list[Branch]:
         """The root graph's branches that are not on the live path, oldest first."""
-        path, params = self._tree_request(thread_id, "abandoned")
-        return branches_from_wire(self._transport.request("GET", path, params=params))
+        return branches_from_wire(self._send(wire.tree_call(thread_id, "abandoned")))
+
+    async def aabandoned(self, thread_id: str) -> builtins.list[Branch]:
+        """Async `abandoned`."""
+        return branches_from_wire(await self._asend(wire.tree_call(thread_id, "abandoned")))
 
     def resume_context(self, thread_id: str, *, limit: int | None = None) -> ResumeContext:
         """The live path as prompt text (`.text`, also `str()`) and the tree drawn (`.drawing`).
 
         With `limit`, the text keeps only the last `limit` steps.
         """
-        path, params = self._tree_request(thread_id, "context")
-        params.update(self._context_params(limit))
-        return ResumeContext.from_wire(self._transport.request("GET", path, params=params))
+        return ResumeContext.from_wire(self._send(wire.context_call(thread_id, limit)))
+
+    async def aresume_context(self, thread_id: str, *, limit: int | None = None) -> ResumeContext:
+        """Async `resume_context`."""
+        return ResumeContext.from_wire(await self._asend(wire.context_call(thread_id, limit)))
 
     # -- idempotency ledger ----------------------------------------------------
 
@@ -722,24 +510,35 @@ class HTTPSaver(BaseCheckpointSaver[str]):
             ttl: Seconds the key's record is kept after its last change; the
                 service's default (a day) if None.
         """
-        body = self._claim_body(key, lease, ttl)
-        return self._to_claim(self._transport.request("POST", "/v1/idempotency/claim", body=body))
+        return wire.to_claim(self.serde, self._send(wire.claim_call(key, lease, ttl)))
+
+    async def aclaim(
+        self, key: str, *, lease: float | None = None, ttl: float | None = None
+    ) -> Claim:
+        """Async `claim`."""
+        return wire.to_claim(self.serde, await self._asend(wire.claim_call(key, lease, ttl)))
 
     def complete(self, key: str, token: str, result: Any) -> None:
         """Store the result of a claimed key (serialised with `serde`).
 
         Raises ConflictError when the token no longer holds the claim.
         """
-        body = self._complete_body(key, token, result)
-        self._transport.request("POST", "/v1/idempotency/complete", body=body)
+        self._send(wire.complete_call(self.serde, key, token, result))
+
+    async def acomplete(self, key: str, token: str, result: Any) -> None:
+        """Async `complete`."""
+        await self._asend(wire.complete_call(self.serde, key, token, result))
 
     def fail(self, key: str, token: str, message: str, *, retryable: bool = True) -> None:
         """Store a failure of a claimed key. A retryable one lets the next claim run again.
 
         Raises ConflictError when the token no longer holds the claim.
         """
-        body = self._fail_body(key, token, message, retryable)
-        self._transport.request("POST", "/v1/idempotency/fail", body=body)
+        self._send(wire.fail_call(key, token, message, retryable))
+
+    async def afail(self, key: str, token: str, message: str, *, retryable: bool = True) -> None:
+        """Async `fail`."""
+        await self._asend(wire.fail_call(key, token, message, retryable))
 
     def idempotent(
         self,
@@ -808,261 +607,3 @@ class HTTPSaver(BaseCheckpointSaver[str]):
             pass_key=pass_key,
             config=config,
         )
-
-    # -- async API ---------------------------------------------------------
-    # Overridden on the class (not delegated to the base) because both the
-    # conformance suite and the Agent Server detect capabilities that way.
-
-    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        """Async `get_tuple`."""
-        path, params = self._get_request(config)
-        try:
-            wire = await self._transport.arequest("GET", path, params=params)
-        except NotFoundError:
-            return None
-        return self._to_tuple(wire)
-
-    async def alist(
-        self,
-        config: RunnableConfig | None,
-        *,
-        filter: dict[str, Any] | None = None,
-        before: RunnableConfig | None = None,
-        limit: int | None = None,
-    ) -> AsyncIterator[CheckpointTuple]:
-        """Async `list`."""
-        if limit is not None and limit <= 0:
-            return
-        search = self._search_request(config, filter, before)
-        remaining, cursor = limit, None
-        while True:
-            result = await self._transport.arequest(
-                "POST",
-                "/v1/checkpoints/search",
-                body={**search, "limit": remaining, "cursor": cursor},
-            )
-            tuples, cursor = self._page(result)
-            for wire in tuples[:remaining]:
-                yield self._to_tuple(wire)
-            if remaining is not None:
-                remaining -= len(tuples)
-                if remaining <= 0:
-                    return
-            if cursor is None:
-                return
-
-    async def aput(
-        self,
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-    ) -> RunnableConfig:
-        """Async `put`."""
-        path, body = self._put_request(config, checkpoint, metadata, new_versions)
-        try:
-            return _stored_config(await self._transport.arequest("POST", path, body=body))
-        except ConflictError as exc:
-            if "expected_head" not in body:
-                raise
-            read, params = self._landed_request(path, body)
-            try:
-                wire = await self._transport.arequest("GET", read, params=params)
-            except NotFoundError:
-                wire = None
-            if self._landed(wire, body):
-                return _stored_config(wire)
-            raise self._conflict(exc, body, str(config["configurable"]["thread_id"])) from exc
-
-    async def aput_writes(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
-        task_id: str,
-        task_path: str = "",
-    ) -> None:
-        """Async `put_writes`."""
-        req = self._writes_request(config, writes, task_id, task_path)
-        if req is not None:
-            await self._transport.arequest("POST", req[0], body=req[1])
-
-    async def aget_delta_channel_history(
-        self, *, config: RunnableConfig, channels: Sequence[str]
-    ) -> Mapping[str, DeltaChannelHistory]:
-        """Async `get_delta_channel_history`."""
-        if not channels:
-            return {}
-        path, body = self._delta_request(config, channels)
-        wire = await self._transport.arequest("POST", path, body=body)
-        return self._to_histories(wire, channels)
-
-    async def adelete_thread(self, thread_id: str) -> None:
-        """Async `delete_thread`."""
-        await self._transport.arequest("DELETE", f"/v1/threads/{_seg(str(thread_id))}")
-
-    async def aping(self) -> None:
-        """Async `ping`."""
-        await self._transport.arequest("GET", "/readyz")
-        await self._transport.arequest("POST", "/v1/checkpoints/search", body={"limit": 0})
-
-    async def apin(self, thread_id: str, checkpoint_id: str, checkpoint_ns: str = "") -> None:
-        """Async `pin`."""
-        await self._transport.arequest(
-            "POST",
-            f"/v1/threads/{_seg(str(thread_id))}/checkpoints/pin",
-            body={"checkpoint_ns": checkpoint_ns, "checkpoint_id": checkpoint_id},
-        )
-
-    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
-        """Async `delete_for_runs`."""
-        if run_ids:
-            await self._transport.arequest(
-                "POST", "/v1/runs/delete", body={"run_ids": [str(r) for r in run_ids]}
-            )
-
-    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        """Async `copy_thread`."""
-        await self._transport.arequest(
-            "POST",
-            f"/v1/threads/{_seg(str(source_thread_id))}/copy",
-            body={"target_thread_id": str(target_thread_id)},
-        )
-
-    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        """Async `prune`."""
-        _check_strategy(strategy)
-        if thread_ids:
-            await self._transport.arequest(
-                "POST",
-                "/v1/threads/prune",
-                body={"thread_ids": [str(t) for t in thread_ids], "strategy": strategy},
-            )
-
-    # -- async checkpoint tree and ledger --------------------------------------
-
-    async def atree(self, thread_id: str) -> ThreadTree:
-        """Async `tree`."""
-        path, params = self._tree_request(thread_id, "")
-        return ThreadTree.from_wire(await self._transport.arequest("GET", path, params=params))
-
-    async def apath(
-        self, thread_id: str, checkpoint_id: str | None = None, checkpoint_ns: str = ""
-    ) -> builtins.list[TreeNode]:
-        """Async `path`."""
-        path, params = self._tree_request(thread_id, "path", checkpoint_id, checkpoint_ns)
-        return nodes_from_wire(await self._transport.arequest("GET", path, params=params))
-
-    async def achildren(
-        self, thread_id: str, checkpoint_id: str | None = None, checkpoint_ns: str = ""
-    ) -> builtins.list[TreeNode]:
-        """Async `children`."""
-        path, params = self._tree_request(thread_id, "children", checkpoint_id, checkpoint_ns)
-        return nodes_from_wire(await self._transport.arequest("GET", path, params=params))
-
-    async def aleaves(self, thread_id: str) -> builtins.list[TreeNode]:
-        """Async `leaves`."""
-        path, params = self._tree_request(thread_id, "leaves")
-        return nodes_from_wire(await self._transport.arequest("GET", path, params=params))
-
-    async def aabandoned(self, thread_id: str) -> builtins.list[Branch]:
-        """Async `abandoned`."""
-        path, params = self._tree_request(thread_id, "abandoned")
-        return branches_from_wire(await self._transport.arequest("GET", path, params=params))
-
-    async def aresume_context(self, thread_id: str, *, limit: int | None = None) -> ResumeContext:
-        """Async `resume_context`."""
-        path, params = self._tree_request(thread_id, "context")
-        params.update(self._context_params(limit))
-        return ResumeContext.from_wire(await self._transport.arequest("GET", path, params=params))
-
-    async def aclaim(
-        self, key: str, *, lease: float | None = None, ttl: float | None = None
-    ) -> Claim:
-        """Async `claim`."""
-        body = self._claim_body(key, lease, ttl)
-        return self._to_claim(
-            await self._transport.arequest("POST", "/v1/idempotency/claim", body=body)
-        )
-
-    async def acomplete(self, key: str, token: str, result: Any) -> None:
-        """Async `complete`."""
-        body = self._complete_body(key, token, result)
-        await self._transport.arequest("POST", "/v1/idempotency/complete", body=body)
-
-    async def afail(self, key: str, token: str, message: str, *, retryable: bool = True) -> None:
-        """Async `fail`."""
-        body = self._fail_body(key, token, message, retryable)
-        await self._transport.arequest("POST", "/v1/idempotency/fail", body=body)
-
-
-def _seg(value: str) -> str:
-    """Percent-escape a path segment: thread ids may hold '/', '%', spaces, unicode."""
-    return quote(value, safe="")
-
-
-def _config(thread_id: str, ns: str, checkpoint_id: str) -> RunnableConfig:
-    return {
-        "configurable": {
-            "thread_id": thread_id,
-            "checkpoint_ns": ns,
-            "checkpoint_id": checkpoint_id,
-        }
-    }
-
-
-def _stored_config(wire: Any) -> RunnableConfig:
-    try:
-        return _config(wire["thread_id"], wire["checkpoint_ns"], wire["checkpoint_id"])
-    except (KeyError, TypeError) as exc:
-        raise BadResponseError("bad_response", f"malformed put answer: {exc!r}") from exc
-
-
-def _millis(seconds: float, what: str) -> int:
-    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
-        raise TypeError(f"{what} is in seconds, a number")
-    if not math.isfinite(seconds) or seconds <= 0:
-        raise ValueError(f"{what} must be a positive number of seconds")
-    return max(1, math.ceil(seconds * 1000))
-
-
-def _check_strategy(strategy: str) -> None:
-    if strategy not in _PRUNE_STRATEGIES:
-        raise ValueError(f"unknown prune strategy {strategy!r}; use one of {_PRUNE_STRATEGIES}")
-
-
-def _jsonable(value: Any, _depth: int = 0) -> Any:
-    """Metadata as the JSON-like values the service stores and filters on.
-
-    Tuples become lists (as in any JSON store: `counters_since_delta_snapshot`
-    holds tuples); a few common scalars take their JSON spelling. Anything else
-    is refused here rather than stored in a shape nobody can filter on.
-    """
-    if _depth > 32:
-        raise TypeError("metadata nested too deeply")
-    if isinstance(value, enum.Enum):  # before str/int: StrEnum and IntEnum are both
-        return _jsonable(value.value, _depth + 1)
-    if value is None or isinstance(value, (str, bool, int, float)):
-        return value
-    if isinstance(value, Mapping):
-        out: dict[str, Any] = {}
-        for k, v in value.items():
-            if isinstance(k, enum.Enum):
-                k = k.value
-            if isinstance(k, bool) or k is None:
-                k = "true" if k is True else "false" if k is False else "null"
-            elif isinstance(k, (int, float)):
-                k = str(k)  # as json.dumps spells non-string keys
-            elif not isinstance(k, str):
-                raise TypeError(f"metadata key {k!r} is not a string")
-            out[k] = _jsonable(v, _depth + 1)
-        return out
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v, _depth + 1) for v in value]
-    if isinstance(value, (_dt.datetime, _dt.date, _dt.time)):
-        return value.isoformat()
-    if isinstance(value, uuid.UUID):
-        return str(value)
-    raise TypeError(
-        f"metadata value of type {type(value).__name__} is not JSON-like; "
-        "use str, int, float, bool, None, list or dict"
-    )
