@@ -18,8 +18,8 @@ from typing_extensions import TypedDict
 from saver_client import HTTPSaver, SaverConnectionError
 from saver_client.agent_server import checkpointer
 
-from conftest import ServiceProcess
 from helpers import Durability
+from support.processes import ServiceProcess
 
 
 class State(TypedDict):

@@ -22,8 +22,9 @@ from langgraph.checkpoint.base import Checkpoint, CheckpointTuple, empty_checkpo
 
 from saver_client import HTTPSaver
 
-from conftest import drive, load_graph, report
 from helpers import history_sig
+from support.figures import report
+from support.load import drive, load_graph
 
 Work = Callable[[HTTPSaver, str], None]
 

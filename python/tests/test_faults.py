@@ -34,23 +34,13 @@ import pytest
 
 from saver_client import HTTPSaver, RetryPolicy
 
-from conftest import (
-    TRANSIENT,
-    AckLog,
-    Dynoxide,
-    RecordingSaver,
-    ServiceProcess,
-    TcpProxy,
-    assert_live_path,
-    drive,
-    dynamodb_only,
-    expected_run,
-    is_ready,
-    load_graph,
-    report,
-    verify,
-    wait_until,
-)
+from support.acklog import AckLog, assert_live_path, verify
+from support.emulators import Dynoxide
+from support.figures import dynamodb_only, report
+from support.load import TRANSIENT, drive, expected_run, load_graph
+from support.processes import ServiceProcess, is_ready, wait_until
+from support.proxy import TcpProxy
+from support.recording import RecordingSaver
 
 pytestmark = dynamodb_only
 

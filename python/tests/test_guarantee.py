@@ -29,7 +29,7 @@ from langchain_core.runnables import RunnableConfig
 
 from saver_client import HTTPSaver
 
-from conftest import ServiceProcess
+from support.processes import ServiceProcess
 from workflow_proc import STEPS, ShippingUnavailable, build_workflow
 
 WORKFLOW = Path(__file__).with_name("workflow_proc.py")

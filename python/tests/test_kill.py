@@ -31,20 +31,11 @@ from langgraph.checkpoint.base import empty_checkpoint
 
 from saver_client import HTTPSaver, RetryPolicy
 
-from conftest import (
-    STOP_TIMEOUT,
-    STORE,
-    AckLog,
-    RecordingSaver,
-    ServiceProcess,
-    assert_live_path,
-    drive,
-    expected_run,
-    load_graph,
-    report,
-    verify,
-    wait_until,
-)
+from support.acklog import AckLog, assert_live_path, verify
+from support.figures import STORE, report
+from support.load import drive, expected_run, load_graph
+from support.processes import STOP_TIMEOUT, ServiceProcess, wait_until
+from support.recording import RecordingSaver
 
 ROUNDS = int(os.environ.get("SAVER_KILL_ROUNDS", "5"))
 RUNS = int(os.environ.get("SAVER_KILL_RUNS", "8"))
@@ -196,7 +187,9 @@ class SlowPut:
         cp["channel_versions"] = {"data": version}
         self.checkpoint = cp
         self.config: Any = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
-        path, body = saver._put_request(self.config, cp, {"source": "input", "step": -1}, {"data": version})
+        metadata: Any = {"source": "input", "step": -1}
+        put = saver._put_request(self.config, cp, metadata, {"data": version})
+        path, body = put.path, put.body
         saver.close()
         payload = ormsgpack.packb(body)
         head = (

@@ -13,7 +13,7 @@ from langgraph.types import Command
 
 from saver_client import HTTPSaver
 
-from conftest import ServiceProcess
+from support.processes import ServiceProcess
 from test_graphs import interrupt_graph
 
 

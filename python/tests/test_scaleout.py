@@ -48,19 +48,13 @@ from typing_extensions import TypedDict
 
 from saver_client import HTTPSaver
 
-from conftest import (
-    AckLog,
-    RecordingSaver,
-    ServiceProcess,
-    SpreadProxy,
-    assert_live_path,
-    drive,
-    dynamodb_only,
-    report,
-    verify,
-    wait_until,
-)
 from helpers import history_sig
+from support.acklog import AckLog, assert_live_path, verify
+from support.figures import dynamodb_only, report
+from support.load import drive
+from support.processes import ServiceProcess, wait_until
+from support.proxy import SpreadProxy
+from support.recording import RecordingSaver
 
 pytestmark = dynamodb_only
 
@@ -85,7 +79,7 @@ Once = Callable[[str, Callable[[], str]], str]
 
 
 def scaleout_graph(checkpointer: Any, once: Once, effects: Counter[tuple[str, str]]) -> Any:
-    """The chain-with-fan-out of conftest.load_graph, each node appending a
+    """The chain-with-fan-out of support.load.load_graph, each node appending a
     message and the receipt of a side effect that counts itself in
     `effects` under (thread, node)."""
     lock = threading.Lock()

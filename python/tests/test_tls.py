@@ -16,11 +16,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from test_client import checkpoint, config, meta
 
 from saver_client import HTTPSaver, RetryPolicy, SaverConnectionError
 
-from conftest import START_TIMEOUT, _binary, wait_until
-from test_client import checkpoint, config, meta
+from support.processes import START_TIMEOUT, saver_binary, wait_until
 
 FAST = RetryPolicy(max_attempts=2, max_delay=5.0, backoff=0.001, max_backoff=0.01)
 
@@ -42,7 +42,7 @@ def tls_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str,
     addr_file = work / "addr"
     env = {**os.environ, "SAVER_TLS_CERT": str(cert), "SAVER_TLS_KEY": str(key), "SAVER_STORE": "bolt"}
     proc = subprocess.Popen(
-        [_binary(), "serve", "-addr", "127.0.0.1:0", "-addr-file", str(addr_file), "-db", str(work / "s.db")],
+        [saver_binary(), "serve", "-addr", "127.0.0.1:0", "-addr-file", str(addr_file), "-db", str(work / "s.db")],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
     )
     try:

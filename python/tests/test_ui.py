@@ -24,7 +24,7 @@ from typing_extensions import TypedDict
 
 from saver_client import HTTPSaver
 
-from conftest import ServiceProcess
+from support.processes import ServiceProcess
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "ui-test" / "tree.js"

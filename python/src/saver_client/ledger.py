@@ -22,7 +22,7 @@ from collections import Counter, OrderedDict
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar, cast, overload
+from typing import Any, Literal, ParamSpec, Protocol, TypeVar, cast, overload
 
 from langchain_core.runnables import RunnableConfig
 
@@ -31,9 +31,6 @@ from saver_client.errors import (
     IdempotentCallFailed,
     SaverError,
 )
-
-if TYPE_CHECKING:
-    from saver_client.saver import HTTPSaver
 
 __all__ = [
     "Claim",
@@ -93,6 +90,29 @@ class Claim:
     """Epoch seconds, as `time.time()`; None when no lease is held."""
     result: Any = None
     error: StoredFailure | None = None
+
+
+class Ledger(Protocol):
+    """The ledger's calls `Idempotent` makes: what `HTTPSaver` offers.
+
+    Declared here so that this module needs nothing of the saver's.
+    """
+
+    def claim(self, key: str, *, lease: float | None = None, ttl: float | None = None) -> Claim: ...
+
+    def complete(self, key: str, token: str, result: Any) -> None: ...
+
+    def fail(self, key: str, token: str, message: str, *, retryable: bool = True) -> None: ...
+
+    async def aclaim(
+        self, key: str, *, lease: float | None = None, ttl: float | None = None
+    ) -> Claim: ...
+
+    async def acomplete(self, key: str, token: str, result: Any) -> None: ...
+
+    async def afail(
+        self, key: str, token: str, message: str, *, retryable: bool = True
+    ) -> None: ...
 
 
 # -- keys derived from the running task ------------------------------------------
@@ -301,7 +321,7 @@ class Idempotent:
 
     def __init__(
         self,
-        saver: HTTPSaver,
+        saver: Ledger,
         key: str | Callable[..., str] | None,
         *,
         name: str | None,

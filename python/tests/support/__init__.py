@@ -1,0 +1,6 @@
+"""Support for the tests: processes, the ack log, load, emulators and proxies (one module each)."""
+
+from pathlib import Path
+
+# The repository's root: python/tests/support/ is three folders below it.
+REPO = Path(__file__).resolve().parents[3]
