@@ -1,7 +1,7 @@
 /**
  * The saver service under test: the binary named by SAVER_BIN (default
  * ../bin/saver) on a free loopback port and a temporary database, restartable
- * on the same port and data, as python/tests/conftest.py runs it. The store is
+ * on the same port and data, as python/tests/support/processes.py runs it. The store is
  * whatever the environment says (make test-aws sets SAVER_STORE=dynamodb and
  * the table); `env` adds variables for one process.
  */

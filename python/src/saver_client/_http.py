@@ -1,6 +1,6 @@
 """The HTTP connections under the transport: libcurl (pycurl) for sync calls,
-one kept-alive handle per thread, and aiohttp for async calls, one session per
-event loop.
+kept-alive handles lent to one thread at a time, and aiohttp for async calls,
+one session per event loop.
 
 Chosen by measurement (a loopback GET against the service, CPU per request in
 the calling process): pycurl 32 µs, the standard library's `http.client`

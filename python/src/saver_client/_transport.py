@@ -190,7 +190,7 @@ _RETRYABLE = (SaverConnectionError, UnavailableError)
 class Transport:
     """The HTTP side of a saver, shared by the saver and its shallow copies.
 
-    Sync requests go on one kept-alive libcurl handle per thread; each event
+    Sync requests go on kept-alive libcurl handles from a shared pool; each event
     loop gets its own aiohttp session (see _http). A request is tried once outside
     the retry machinery, which only a retryable failure enters: most requests
     succeed at once, and building the retry state for each cost as much as

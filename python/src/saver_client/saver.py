@@ -44,9 +44,9 @@ class HTTPSaver(
     serializer (for example `EncryptedSerializer`) keeps working and the service
     only ever sees opaque bytes.
 
-    Sync methods keep one connection per thread; async methods use one pool per
-    event loop. Use it as a context manager, or call `close()` /
-    `aclose()`, to release connections.
+    Sync methods borrow kept-alive connections from a pool, one thread at a
+    time each; async methods use one pool per event loop. Use it as a context
+    manager, or call `close()` / `aclose()`, to release connections.
 
     Args:
         url: Base URL of the service, e.g. `http://127.0.0.1:8080`. Defaults to
