@@ -2,7 +2,6 @@ package dynamo
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -241,7 +240,7 @@ func (s *Store) complete(ctx context.Context, tenant string, ps []*partial, reme
 		if err := p.unbundle(); err != nil {
 			return nil, fmt.Errorf("checkpoint %s: %w", tup.ID, err)
 		}
-		sortWrites(tup.Writes)
+		saver.SortWrites(tup.Writes)
 		out[i] = tup
 	}
 	return out, nil
@@ -289,15 +288,4 @@ func (p *partial) unbundle() error {
 		}
 	}
 	return nil
-}
-
-// sortWrites orders writes as the contract returns them: by task path, task
-// id and idx.
-func sortWrites(ws []saver.Write) {
-	slices.SortFunc(ws, func(a, b saver.Write) int {
-		return cmp.Or(
-			strings.Compare(a.TaskPath, b.TaskPath),
-			strings.Compare(a.TaskID, b.TaskID),
-			cmp.Compare(a.Idx, b.Idx))
-	})
 }
