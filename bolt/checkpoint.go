@@ -3,7 +3,6 @@ package bolt
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -57,8 +56,7 @@ func (s *Store) PutCheckpoint(ctx context.Context, in saver.PutCheckpoint) error
 				// Write nothing, yet let the transaction commit: failing it
 				// would roll back the writes of the calls sharing it, which
 				// would all run again alone.
-				moved = saver.Errorf(saver.ECONFLICT, "The head of thread %s, namespace %q moved: it is %s, not %s; read the thread again before putting.",
-					in.ThreadID, in.NS, headName(head), headName(*in.ExpectHead))
+				moved = saver.HeadMoved(in.ThreadID, in.NS, head, *in.ExpectHead)
 				return nil
 			}
 		}
@@ -112,14 +110,6 @@ func headOf(cps kvBucket, ref saver.CheckpointRef, now time.Time) (string, error
 	return head, err
 }
 
-// headName is a head for messages: "" is no checkpoint.
-func headName(id string) string {
-	if id == "" {
-		return "no checkpoint"
-	}
-	return fmt.Sprintf("%q", id)
-}
-
 // GetTuple returns the checkpoint named by ref, or the latest of its
 // namespace when ref.ID is empty; expired checkpoints are passed over.
 func (s *Store) GetTuple(ctx context.Context, ref saver.CheckpointRef) (*saver.Tuple, error) {
@@ -131,7 +121,7 @@ func (s *Store) GetTuple(ctx context.Context, ref saver.CheckpointRef) (*saver.T
 			return err
 		}
 		if cp == nil {
-			return saver.Errorf(saver.ENOTFOUND, "No checkpoint in thread %q, namespace %q matches.", ref.ThreadID, ref.NS)
+			return saver.CheckpointNotFound(ref)
 		}
 		tup, err = readTuple(tx, cp, now)
 		return err

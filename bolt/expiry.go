@@ -165,7 +165,7 @@ func (s *Store) SetExpiry(ctx context.Context, ref saver.CheckpointRef, expiresA
 			return err
 		}
 		if v == nil {
-			return saver.Errorf(saver.ENOTFOUND, "No checkpoint in thread %q, namespace %q matches.", ref.ThreadID, ref.NS)
+			return saver.CheckpointNotFound(ref)
 		}
 		// Everything read from v is read before the bucket changes.
 		k = bytes.Clone(k)

@@ -59,10 +59,7 @@ func (s *Store) GetTuple(ctx context.Context, ref saver.CheckpointRef) (*saver.T
 		return nil, fmt.Errorf("dynamo: get checkpoint %q: %w", ref.ID, err)
 	}
 	if pt == nil {
-		if ref.ID == "" {
-			return nil, saver.Errorf(saver.ENOTFOUND, "Thread %s has no checkpoint in namespace %q.", ref.ThreadID, ref.NS)
-		}
-		return nil, saver.Errorf(saver.ENOTFOUND, "Checkpoint %s not found.", ref.ID)
+		return nil, saver.CheckpointNotFound(ref)
 	}
 	tuples, err := s.complete(ctx, ref.Tenant, []*partial{pt}, ref.ID == "")
 	if err != nil {

@@ -37,7 +37,7 @@ func (s *Store) setExpiry(ctx context.Context, ref saver.CheckpointRef, exp int6
 	now := s.Now()
 	pk := partitionKey(ref.Tenant, ref.ThreadID)
 	cpKey := item{attrPK: attrS(pk), attrSK: attrS(checkpointKey(ref.NS, ref.ID))}
-	notFound := saver.Errorf(saver.ENOTFOUND, "Checkpoint %s not found.", ref.ID)
+	notFound := saver.CheckpointNotFound(ref)
 
 	proj := newExpr("p")
 	proj.text = strings.Join([]string{

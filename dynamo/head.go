@@ -3,7 +3,6 @@ package dynamo
 import (
 	"context"
 	"crypto/rand"
-	"fmt"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -79,18 +78,9 @@ func (g *headGuard) check(ctx context.Context, s *Store) error {
 		return err
 	}
 	if head != g.expect {
-		return saver.Errorf(saver.ECONFLICT, "The head of thread %s, namespace %q moved: it is %s, not %s; read the thread again before putting.",
-			g.threadID, g.ns, headName(head), headName(g.expect))
+		return saver.HeadMoved(g.threadID, g.ns, head, g.expect)
 	}
 	return nil
-}
-
-// headName is a head for messages: "" is no checkpoint.
-func headName(id string) string {
-	if id == "" {
-		return "no checkpoint"
-	}
-	return fmt.Sprintf("%q", id)
 }
 
 // cond returns the condition on the token, with c's placeholders.

@@ -39,6 +39,7 @@ func RunHeadGuard(t *testing.T, open func(t *testing.T) saver.Store) {
 		{"UnconditionalPuts", testHeadUnconditionalPuts},
 		{"DeletedHead", testHeadDeleted},
 		{"ConcurrentWriters", testHeadConcurrentWriters},
+		{"ConflictMessage", testHeadConflictMessage},
 	}
 	runStoreTests(t, tests, open)
 }
@@ -343,3 +344,19 @@ func testHeadConcurrentWriters(t *testing.T, s saver.Store) {
 
 // writerChannel is the channel writer w of testHeadConcurrentWriters brings.
 func writerChannel(w int) string { return fmt.Sprintf("w%02d", w) }
+
+// testHeadConflictMessage checks that a refused put says which head it
+// found and which it expected, in the root's words.
+func testHeadConflictMessage(t *testing.T, s saver.Store) {
+	ref := NewRef()
+	MustPutCheckpoint(t, s, NewCheckpoint(ref, "0001"))
+	for _, expected := range []string{"", "0000"} {
+		err := s.PutCheckpoint(t.Context(), ExpectingHead(child(ref, "0002", "0001"), expected))
+		MustError(t, "PutCheckpoint(expecting "+expected+")", err, saver.HeadMoved(ref.ThreadID, ref.NS, "0001", expected))
+	}
+	empty := InNS(ref, "child:1")
+	err := s.PutCheckpoint(t.Context(), ExpectingHead(child(empty, "0002", ""), "0001"))
+	MustError(t, "PutCheckpoint(in an empty namespace)", err, saver.HeadMoved(ref.ThreadID, empty.NS, "", "0001"))
+	MustNotFind(t, s, At(ref, "0002"))
+	MustNotFind(t, s, At(empty, "0002"))
+}

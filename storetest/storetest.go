@@ -62,6 +62,7 @@ func Run(t *testing.T, open func(t *testing.T) saver.Store) {
 		{"Tenants", tenantTests},
 		{"Keys", keyTests},
 		{"Concurrency", concurrencyTests},
+		{"Errors", errorTests},
 	}, open)
 }
 
