@@ -19,8 +19,9 @@ func blobKey(ref saver.CheckpointRef, channel, version string) []byte {
 }
 
 // PutCheckpoint upserts the checkpoint and inserts each blob that is absent
-// (or expired). Every blob the checkpoint references through its channel
-// versions then lives at least as long as the checkpoint (see extendBlob).
+// (or expired), expiring by the blob lifetime rule (saver.NewBlobExpiry).
+// Every blob the checkpoint references through its channel versions then
+// lives at least as long as the checkpoint (see extendBlob).
 // With ExpectHead, the namespace's head is compared in the same transaction
 // (see headOf): a moved head fails the put before it writes anything.
 func (s *Store) PutCheckpoint(ctx context.Context, in saver.PutCheckpoint) error {
@@ -33,8 +34,9 @@ func (s *Store) PutCheckpoint(ctx context.Context, in saver.PutCheckpoint) error
 	}
 	type kv struct{ k, v []byte }
 	blobs := make([]kv, len(in.Blobs))
+	blobExp := saver.NewBlobExpiry(in.ExpiresAt, s.Now())
 	for i, b := range in.Blobs {
-		v, err := encodeBlob(b.Value, in.ExpiresAt)
+		v, err := encodeBlob(b.Value, blobExp)
 		if err != nil {
 			return translate("put checkpoint", err)
 		}
@@ -76,8 +78,8 @@ func (s *Store) PutCheckpoint(ctx context.Context, in saver.PutCheckpoint) error
 				return err
 			}
 		}
-		// A blob just inserted already expires with the checkpoint; the
-		// lookup finds nothing to do.
+		// A blob just inserted already outlives the checkpoint; the lookup
+		// finds nothing to do.
 		for _, k := range refs {
 			if err := extendBlob(bb, k, in.ExpiresAt, now); err != nil {
 				return err
