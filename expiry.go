@@ -62,10 +62,23 @@ func Later(a, b int64) int64 {
 // Expirer is implemented by stores that can change a stored checkpoint's
 // expiry: pinning (expiresAt 0) and refresh-on-read.
 type Expirer interface {
-	// SetExpiry sets the checkpoint's expiry and extends (never shortens)
-	// the expiry of its blobs and writes to match.
-	// Returns ENOTFOUND if the checkpoint does not exist or has expired.
+	// SetExpiry sets the expiry of the checkpoint ref names and extends
+	// (never shortens) the expiry of its blobs and writes to match. ref.ID
+	// is required: an expiry is changed on a checkpoint the caller has read
+	// (refresh-on-read) or names (pin), and "the latest" could be another
+	// one by the time the call lands.
+	// Returns EINVALID for an empty ref.ID (see RequireCheckpointID), and
+	// ENOTFOUND if the checkpoint does not exist or has expired.
 	SetExpiry(ctx context.Context, ref CheckpointRef, expiresAt int64) error
+}
+
+// RequireCheckpointID returns EINVALID unless ref names a checkpoint by id,
+// as SetExpiry requires.
+func RequireCheckpointID(ref CheckpointRef) error {
+	if ref.ID == "" {
+		return Errorf(EINVALID, "checkpoint_id is required.")
+	}
+	return nil
 }
 
 // NewBlobExpiry applies the blob lifetime rule above to a blob that a put

@@ -197,8 +197,8 @@ func (s *Server) handleCheckpointPin(c echo.Context) error {
 	if err := ref.Validate(); err != nil {
 		return err
 	}
-	if ref.ID == "" {
-		return saver.Errorf(saver.EINVALID, "checkpoint_id is required.")
+	if err := saver.RequireCheckpointID(ref); err != nil {
+		return err
 	}
 	if err := s.Expirer.SetExpiry(c.Request().Context(), ref, 0); err != nil {
 		return err

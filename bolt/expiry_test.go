@@ -257,23 +257,6 @@ func TestExpiredBlobsStayExpired(t *testing.T) {
 	}
 }
 
-// TestSetExpiryLatest sets the expiry of the latest live checkpoint by an
-// empty id.
-func TestSetExpiryLatest(t *testing.T) {
-	s, clock := openClocked(t)
-	ref := storetest.NewRef()
-	soon := clock.Now().Add(time.Hour).Unix()
-	for _, id := range []string{"0001", "0002"} {
-		storetest.MustPutCheckpoint(t, s, storetest.Expiring(storetest.NewCheckpoint(ref, id), soon))
-	}
-	storetest.MustSetExpiry(t, s, ref, 0)
-	clock.Advance(time.Hour)
-	if got := storetest.MustGetTuple(t, s, ref); got.ID != "0002" || got.ExpiresAt != 0 {
-		t.Fatalf("latest = %s expiring at %d, want 0002 pinned", got.ID, got.ExpiresAt)
-	}
-	storetest.MustNotFind(t, s, storetest.At(ref, "0001"))
-}
-
 // countKeys returns the number of keys in each thread bucket.
 func countKeys(t *testing.T, s *Store) [3]int {
 	t.Helper()
