@@ -104,14 +104,11 @@ type PutCheckpoint struct {
 	Blobs []Blob
 	// ExpectHead, when set, makes the put conditional: it applies only if the
 	// latest checkpoint of (tenant, thread, ns) has this id ("" = none yet).
-	// Otherwise the store returns ECONFLICT and writes nothing. Only stores
-	// implementing HeadGuard honour it; LangGraph itself never needs it.
+	// Otherwise the store returns ECONFLICT (HeadMoved) and writes nothing.
+	// Not every store honours it, and LangGraph itself never needs it: a
+	// store says in its doc whether it does, and the binary wires the API
+	// to refuse the condition for a store that does not.
 	ExpectHead *string
-}
-
-// HeadGuard is implemented by stores that honour PutCheckpoint.ExpectHead.
-type HeadGuard interface {
-	GuardsHead() bool
 }
 
 // PutWrites is the input of Store.PutWrites: writes against one checkpoint.

@@ -79,10 +79,8 @@ func (s *Server) handleCheckpointPut(c echo.Context) error {
 	if err := in.Validate(); err != nil {
 		return err
 	}
-	if in.ExpectHead != nil {
-		if g, ok := s.Store.(saver.HeadGuard); !ok || !g.GuardsHead() {
-			return saver.Errorf(saver.EINVALID, "expected_head is not supported by this store; send the put without it.")
-		}
+	if in.ExpectHead != nil && !s.HeadGuard {
+		return saver.Errorf(saver.EINVALID, "expected_head is not supported by this store; send the put without it.")
 	}
 	if err := s.Store.PutCheckpoint(c.Request().Context(), in); err != nil {
 		return err

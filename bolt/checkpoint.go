@@ -23,7 +23,9 @@ func blobKey(ref saver.CheckpointRef, channel, version string) []byte {
 // Every blob the checkpoint references through its channel versions then
 // lives at least as long as the checkpoint (see extendBlob).
 // With ExpectHead, the namespace's head is compared in the same transaction
-// (see headOf): a moved head fails the put before it writes anything.
+// (see headOf): a moved head fails the put before it writes anything. Write
+// transactions are serialised, so the head read in a put's transaction is
+// the head its write lands on: the store honours ExpectHead.
 func (s *Store) PutCheckpoint(ctx context.Context, in saver.PutCheckpoint) error {
 	// Encode before the transaction: the group commit may run the function twice, and
 	// the encoding is the same every time.
@@ -92,13 +94,6 @@ func (s *Store) PutCheckpoint(ctx context.Context, in saver.PutCheckpoint) error
 	}
 	return moved
 }
-
-var _ saver.HeadGuard = (*Store)(nil)
-
-// GuardsHead reports that puts honour ExpectHead: bbolt serialises write
-// transactions, so the head read in a put's transaction is the head its
-// write lands on.
-func (s *Store) GuardsHead() bool { return true }
 
 // headOf returns the id of the newest live checkpoint of ref's namespace,
 // "" if none: the one GetTuple returns as the latest.

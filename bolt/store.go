@@ -1,5 +1,5 @@
 // Package bolt implements saver.Store, saver.TreeStore, saver.Expirer,
-// saver.Ledger and saver.HeadGuard in one local store, the embedded default
+// saver.Ledger and conditional puts (ExpectHead) in one local store, the embedded default
 // for a single node: a Pebble directory, or a bbolt file made before the
 // store moved to Pebble (kv.go has the engines under it; Migrate moves a
 // file to Pebble).

@@ -42,11 +42,6 @@ const (
 	headNonce = "n"
 )
 
-var _ saver.HeadGuard = (*Store)(nil)
-
-// GuardsHead reports that puts honour ExpectHead.
-func (s *Store) GuardsHead() bool { return true }
-
 // headGuard is the condition of a conditional put on its namespace's head
 // token, revised when a request fails on it.
 type headGuard struct {

@@ -15,7 +15,7 @@ import (
 // RunHeadGuard runs the contract of conditional puts against the store that
 // open returns, on the terms of Run: open is called once per subtest,
 // possibly from parallel subtests, and may return the same store every time.
-// The store must implement saver.HeadGuard and guard the head. Expired heads
+// The store must honour PutCheckpoint.ExpectHead. Expired heads
 // are checkpoints put with an expiry an hour before the real time, so the
 // store's clock must be the real one.
 //
@@ -27,7 +27,6 @@ import (
 // conditional puts see it.
 func RunHeadGuard(t *testing.T, open func(t *testing.T) saver.Store) {
 	tests := []test{
-		{"GuardsHead", testGuardsHead},
 		{"EmptyNamespace", testHeadEmptyNamespace},
 		{"ConflictWritesNothing", testHeadConflictWritesNothing},
 		{"Chain", testHeadChain},
@@ -95,13 +94,6 @@ func child(ref saver.CheckpointRef, id, parent string) saver.PutCheckpoint {
 	in := NewCheckpoint(ref, id)
 	in.ParentID = parent
 	return in
-}
-
-func testGuardsHead(t *testing.T, s saver.Store) {
-	g, ok := s.(saver.HeadGuard)
-	if !ok || !g.GuardsHead() {
-		t.Fatalf("%T does not guard the head", s)
-	}
 }
 
 // testHeadEmptyNamespace: "" is the head of a namespace with no checkpoint,
