@@ -65,3 +65,44 @@ func ErrorMessage(err error) string {
 	}
 	return "Internal error."
 }
+
+// The errors below are the ones every store returns for the same cause, so
+// that a caller reads the same message whichever store answers.
+
+// NoCheckpoint is the error for a namespace that has no live checkpoint:
+// GetTuple's for the latest when there is none.
+func NoCheckpoint(threadID, ns string) *Error {
+	return Errorf(ENOTFOUND, "Thread %q has no checkpoint in namespace %q.", threadID, ns)
+}
+
+// CheckpointNotFound is the error for a checkpoint that ref names and that
+// does not exist or has expired; for an empty ref.ID (the latest) it is
+// NoCheckpoint's.
+func CheckpointNotFound(ref CheckpointRef) *Error {
+	if ref.ID == "" {
+		return NoCheckpoint(ref.ThreadID, ref.NS)
+	}
+	return Errorf(ENOTFOUND, "Checkpoint %q not found in thread %q, namespace %q.", ref.ID, ref.ThreadID, ref.NS)
+}
+
+// ThreadNotFound is the error for a thread with no live checkpoint in any
+// namespace: CopyThread's source, a tree query's thread.
+func ThreadNotFound(threadID string) *Error {
+	return Errorf(ENOTFOUND, "Thread %q has no checkpoint.", threadID)
+}
+
+// HeadMoved is the error of a conditional put (PutCheckpoint.ExpectHead)
+// that found the newest live checkpoint of its namespace, head ("" for
+// none), other than the one it expected.
+func HeadMoved(threadID, ns, head, expected string) *Error {
+	return Errorf(ECONFLICT, "The head of thread %s, namespace %q moved: it is %s, not %s; read the thread again before putting.",
+		threadID, ns, headName(head), headName(expected))
+}
+
+// headName is a head for messages: "" is no checkpoint.
+func headName(id string) string {
+	if id == "" {
+		return "no checkpoint"
+	}
+	return fmt.Sprintf("%q", id)
+}

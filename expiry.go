@@ -46,22 +46,55 @@ func Later(a, b int64) int64 {
 //   - A blob lives at least as long as every checkpoint that references it:
 //     blobs are shared across checkpoints (an unchanged channel is never
 //     rewritten), so putting a checkpoint extends the expiry of the blobs it
-//     references when theirs is earlier. To keep that rare, an extended blob
-//     gets twice the remaining lifetime of the checkpoint that extended it.
+//     references when theirs is earlier.
+//   - The blob lifetime rule: a blob gets twice the remaining lifetime of
+//     the checkpoint that brings it (NewBlobExpiry) or extends it
+//     (ExtendedBlobExpiry). In a session thread every put moves the expiry
+//     forward, and an unchanged channel is referenced by every put: a blob
+//     given only its checkpoint's lifetime would be extended by the very
+//     next put, which costs DynamoDB a request more and the embedded store a
+//     rewrite of the blob's record. With twice, an unchanged channel is
+//     extended about once per lifetime. The price is that a blob may outlive
+//     the last checkpoint referencing it by up to one lifetime, until it
+//     expires and is swept.
 //   - A pinned checkpoint (ExpiresAt 0) pins its blobs and writes too.
 
 // Expirer is implemented by stores that can change a stored checkpoint's
 // expiry: pinning (expiresAt 0) and refresh-on-read.
 type Expirer interface {
-	// SetExpiry sets the checkpoint's expiry and extends (never shortens)
-	// the expiry of its blobs and writes to match.
-	// Returns ENOTFOUND if the checkpoint does not exist or has expired.
+	// SetExpiry sets the expiry of the checkpoint ref names and extends
+	// (never shortens) the expiry of its blobs and writes to match. ref.ID
+	// is required: an expiry is changed on a checkpoint the caller has read
+	// (refresh-on-read) or names (pin), and "the latest" could be another
+	// one by the time the call lands.
+	// Returns EINVALID for an empty ref.ID (see RequireCheckpointID), and
+	// ENOTFOUND if the checkpoint does not exist or has expired.
 	SetExpiry(ctx context.Context, ref CheckpointRef, expiresAt int64) error
 }
 
-// ExtendedBlobExpiry applies the blob rule above: given the expiry of a
-// checkpoint being put and of a blob it references, it returns the blob's new
-// expiry and whether it must be written.
+// RequireCheckpointID returns EINVALID unless ref names a checkpoint by id,
+// as SetExpiry requires.
+func RequireCheckpointID(ref CheckpointRef) error {
+	if ref.ID == "" {
+		return Errorf(EINVALID, "checkpoint_id is required.")
+	}
+	return nil
+}
+
+// NewBlobExpiry applies the blob lifetime rule above to a blob that a put
+// brings: given the expiry of the checkpoint being put (0 never), it returns
+// the blob's, twice the checkpoint's remaining lifetime from now.
+func NewBlobExpiry(checkpoint int64, now time.Time) int64 {
+	if checkpoint == 0 {
+		return 0
+	}
+	return checkpoint + max(checkpoint-now.Unix(), 0)
+}
+
+// ExtendedBlobExpiry applies the blob lifetime rule above to a blob that a
+// put references: given the expiry of the checkpoint being put and of the
+// blob, it returns the blob's new expiry and whether it must be written,
+// which it must only when the blob would expire before the checkpoint.
 func ExtendedBlobExpiry(checkpoint, blob int64, now time.Time) (int64, bool) {
 	switch {
 	case blob == 0:
@@ -71,9 +104,5 @@ func ExtendedBlobExpiry(checkpoint, blob int64, now time.Time) (int64, bool) {
 	case blob >= checkpoint:
 		return blob, false
 	}
-	remaining := checkpoint - now.Unix()
-	if remaining < 0 {
-		remaining = 0
-	}
-	return checkpoint + remaining, true
+	return NewBlobExpiry(checkpoint, now), true
 }

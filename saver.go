@@ -7,6 +7,12 @@
 // that stores can filter on it.
 package saver
 
+import (
+	"cmp"
+	"slices"
+	"strings"
+)
+
 // Typed is a value serialised by LangGraph's serializer (serde.dumps_typed):
 // a type tag such as "msgpack" or "msgpack+aes" and the bytes it produced.
 type Typed struct {
@@ -74,6 +80,18 @@ type Write struct {
 	Value   Typed  `msgpack:"value" json:"value"`
 }
 
+// SortWrites sorts writes into the order a Tuple holds them: by task path,
+// then task id, then idx, which is the order LangGraph applies a
+// checkpoint's pending writes in.
+func SortWrites(ws []Write) {
+	slices.SortFunc(ws, func(a, b Write) int {
+		return cmp.Or(
+			strings.Compare(a.TaskPath, b.TaskPath),
+			strings.Compare(a.TaskID, b.TaskID),
+			cmp.Compare(a.Idx, b.Idx))
+	})
+}
+
 // Upserts reports whether the write replaces an existing one with the same key.
 // Special channels (negative idx) are replaced; ordinary writes are inserted
 // only if absent, so a replayed task never duplicates or changes its writes.
@@ -86,14 +104,11 @@ type PutCheckpoint struct {
 	Blobs []Blob
 	// ExpectHead, when set, makes the put conditional: it applies only if the
 	// latest checkpoint of (tenant, thread, ns) has this id ("" = none yet).
-	// Otherwise the store returns ECONFLICT and writes nothing. Only stores
-	// implementing HeadGuard honour it; LangGraph itself never needs it.
+	// Otherwise the store returns ECONFLICT (HeadMoved) and writes nothing.
+	// Not every store honours it, and LangGraph itself never needs it: a
+	// store says in its doc whether it does, and the binary wires the API
+	// to refuse the condition for a store that does not.
 	ExpectHead *string
-}
-
-// HeadGuard is implemented by stores that honour PutCheckpoint.ExpectHead.
-type HeadGuard interface {
-	GuardsHead() bool
 }
 
 // PutWrites is the input of Store.PutWrites: writes against one checkpoint.
@@ -113,7 +128,7 @@ type Tuple struct {
 	// Values holds one blob per channel in ChannelVersions whose blob exists
 	// and is not empty, sorted by channel.
 	Values []Blob
-	// Writes is ordered by (task_path, task_id, idx).
+	// Writes is ordered by (task_path, task_id, idx): see SortWrites.
 	Writes []Write
 }
 

@@ -1,6 +1,10 @@
 package saver
 
-import "context"
+import (
+	"cmp"
+	"context"
+	"strings"
+)
 
 // Store is the behavioural contract of a checkpoint store: every operation of
 // LangGraph's BaseCheckpointSaver, scoped by tenant. Inputs reaching a Store
@@ -31,8 +35,8 @@ type Store interface {
 	// and values are absent. An unknown target has empty histories.
 	DeltaHistory(ctx context.Context, in DeltaRequest) (map[string]*DeltaHistory, error)
 
-	// ListCheckpoints returns the checkpoints matching f, newest first: ordered
-	// by checkpoint id descending, then thread id and namespace ascending.
+	// ListCheckpoints returns the checkpoints matching f in listing order
+	// (see ComparePositions): newest first.
 	ListCheckpoints(ctx context.Context, f ListFilter) ([]*Tuple, error)
 
 	// DeleteThread removes every checkpoint, blob and write of a thread in all
@@ -86,22 +90,27 @@ type ListPosition struct {
 	NS       string `msgpack:"ns" json:"ns"`
 }
 
-// Position returns the tuple's place in the listing order.
-func (t *Tuple) Position() ListPosition {
-	return ListPosition{ID: t.ID, ThreadID: t.ThreadID, NS: t.NS}
+// Position returns the checkpoint's place in the listing order.
+func (r CheckpointRef) Position() ListPosition {
+	return ListPosition{ID: r.ID, ThreadID: r.ThreadID, NS: r.NS}
+}
+
+// ComparePositions orders checkpoints as every listing does, returning a
+// negative number when a comes first: newest first, which is checkpoint id
+// descending (LangGraph's ids sort by time, so that the latest of a
+// namespace is its largest id), and checkpoints of the same id, in other
+// threads or namespaces, by thread then namespace ascending. So the
+// namespaces of a thread interleave by id rather than follow one another.
+func ComparePositions(a, b ListPosition) int {
+	return cmp.Or(
+		strings.Compare(b.ID, a.ID),
+		strings.Compare(a.ThreadID, b.ThreadID),
+		strings.Compare(a.NS, b.NS))
 }
 
 // Follows reports whether a checkpoint at p comes strictly after cur in the
-// listing order (id descending, then thread and namespace ascending).
-func (p ListPosition) Follows(cur ListPosition) bool {
-	if p.ID != cur.ID {
-		return p.ID < cur.ID
-	}
-	if p.ThreadID != cur.ThreadID {
-		return p.ThreadID > cur.ThreadID
-	}
-	return p.NS > cur.NS
-}
+// listing order (see ComparePositions).
+func (p ListPosition) Follows(cur ListPosition) bool { return ComparePositions(p, cur) > 0 }
 
 // Matches reports whether a checkpoint passes every condition of f except
 // Limit and the thread/tenant scope, which stores apply by key.
@@ -115,7 +124,7 @@ func (f ListFilter) Matches(cp *Checkpoint) bool {
 	if f.Before != "" && cp.ID >= f.Before {
 		return false
 	}
-	if f.After != nil && !(ListPosition{ID: cp.ID, ThreadID: cp.ThreadID, NS: cp.NS}).Follows(*f.After) {
+	if f.After != nil && !cp.Position().Follows(*f.After) {
 		return false
 	}
 	return cp.Metadata.Contains(f.Metadata)

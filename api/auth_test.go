@@ -30,7 +30,7 @@ const (
 
 func TestAuth(t *testing.T) {
 	var tenants []string
-	s := MustServer(t, &mock.Store{GetTupleFn: func(_ context.Context, ref saver.CheckpointRef) (*saver.Tuple, error) {
+	s := MustMockServer(t, &mock.Store{GetTupleFn: func(_ context.Context, ref saver.CheckpointRef) (*saver.Tuple, error) {
 		tenants = append(tenants, ref.Tenant)
 		return nil, saver.Errorf(saver.ENOTFOUND, "none")
 	}})
@@ -94,7 +94,7 @@ func TestNewKeys_RefusesWeakKeys(t *testing.T) {
 func TestTLS(t *testing.T) {
 	dir := t.TempDir()
 	cert, key := writeSelfSigned(t, dir)
-	s := MustServer(t, &mock.Store{})
+	s := MustMockServer(t, &mock.Store{})
 	s.TLSCert, s.TLSKey = cert, key
 	if err := s.Open("127.0.0.1:0"); err != nil {
 		t.Fatal(err)
@@ -110,7 +110,7 @@ func TestTLS(t *testing.T) {
 		t.Fatalf("TLS=%v status=%d", resp.TLS != nil, resp.StatusCode)
 	}
 
-	bad := MustServer(t, &mock.Store{})
+	bad := MustMockServer(t, &mock.Store{})
 	bad.TLSCert, bad.TLSKey = filepath.Join(dir, "missing.pem"), key
 	if err := bad.Open("127.0.0.1:0"); err == nil {
 		t.Fatal("Open accepted a missing certificate")

@@ -79,10 +79,8 @@ func (s *Server) handleCheckpointPut(c echo.Context) error {
 	if err := in.Validate(); err != nil {
 		return err
 	}
-	if in.ExpectHead != nil {
-		if g, ok := s.Store.(saver.HeadGuard); !ok || !g.GuardsHead() {
-			return saver.Errorf(saver.EINVALID, "expected_head is not supported by this store; send the put without it.")
-		}
+	if in.ExpectHead != nil && !s.HeadGuard {
+		return saver.Errorf(saver.EINVALID, "expected_head is not supported by this store; send the put without it.")
 	}
 	if err := s.Store.PutCheckpoint(c.Request().Context(), in); err != nil {
 		return err
@@ -197,8 +195,8 @@ func (s *Server) handleCheckpointPin(c echo.Context) error {
 	if err := ref.Validate(); err != nil {
 		return err
 	}
-	if ref.ID == "" {
-		return saver.Errorf(saver.EINVALID, "checkpoint_id is required.")
+	if err := saver.RequireCheckpointID(ref); err != nil {
+		return err
 	}
 	if err := s.Expirer.SetExpiry(c.Request().Context(), ref, 0); err != nil {
 		return err

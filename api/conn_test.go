@@ -20,9 +20,9 @@ import (
 
 // openServer serves store on a free loopback port with short timeouts, set
 // by tune, and closes it when the test ends.
-func openServer(t *testing.T, store saver.Store, tune func(*api.Server)) *api.Server {
+func openServer(t *testing.T, store *mock.Store, tune func(*api.Server)) *api.Server {
 	t.Helper()
-	s := MustServer(t, store)
+	s := MustMockServer(t, store)
 	tune(s)
 	if err := s.Open("127.0.0.1:0"); err != nil {
 		t.Fatal(err)

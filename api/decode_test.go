@@ -74,7 +74,7 @@ func TestDecodeBounds(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := MustServer(t, &mock.Store{}) // any store call panics: bad input must not reach it
+			s := MustMockServer(t, &mock.Store{}) // any store call panics: bad input must not reach it
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
 			rec := do(t, s, "POST", tt.path, tt.ctype, tt.body)
@@ -123,7 +123,7 @@ func TestDecodeStrict(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := MustServer(t, &mock.Store{})
+			s := MustMockServer(t, &mock.Store{})
 			rec := do(t, s, "POST", tt.path, tt.ctype, tt.body)
 			if got, want := rec.Code, tt.status; got != want {
 				t.Fatalf("Code=%d, want %d (body %s)", got, want, rec.Body)
@@ -139,7 +139,7 @@ func TestDecodeStrict(t *testing.T) {
 // names, a charset on JSON, escaped keys and a surrogate pair.
 func TestDecodeStrict_Accepts(t *testing.T) {
 	var got []string
-	s := MustServer(t, &mock.Store{CopyThreadFn: func(_ context.Context, _, _, dst string) error {
+	s := MustMockServer(t, &mock.Store{CopyThreadFn: func(_ context.Context, _, _, dst string) error {
 		got = append(got, dst)
 		return nil
 	}})
@@ -184,7 +184,7 @@ func TestJSONInvalidUTF8(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := MustServer(t, &mock.Store{}) // the store is never reached
+			s := MustMockServer(t, &mock.Store{}) // the store is never reached
 			rec := do(t, s, "POST", tt.path, js, tt.body)
 			if got, want := rec.Code, 400; got != want {
 				t.Fatalf("Code=%d, want %d (body %s)", got, want, rec.Body)
@@ -216,7 +216,7 @@ func TestDecodeBudget(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := MustServer(t, &mock.Store{})
+			s := MustMockServer(t, &mock.Store{})
 			s.MaxBodyBytes = int64(2 * n)
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)

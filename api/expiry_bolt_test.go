@@ -26,6 +26,7 @@ func MustBoltServer(tb testing.TB, clock *storetest.Clock) *api.Server {
 	}
 	tb.Cleanup(func() { store.Close() })
 	s := MustServer(tb, store)
+	s.Capabilities = boltCapabilities(store)
 	s.Now = clock.Now
 	s.TTL = ttl.Policy{Default: saver.ScopeSession, Session: time.Hour, RefreshOnRead: true}
 	return s

@@ -26,7 +26,7 @@ func TestExpiry(t *testing.T) {
 		Scope:         saver.ScopeSession,
 		ExpiresAt:     now.Unix() + 600, // second half of a 1h lifetime
 	}}
-	s := MustServer(t, &mock.Store{
+	s := MustMockServer(t, &mock.Store{
 		PutCheckpointFn: func(_ context.Context, in saver.PutCheckpoint) error { put = in; return nil },
 		PutWritesFn:     func(_ context.Context, in saver.PutWrites) error { writes = in; return nil },
 		GetTupleFn: func(context.Context, saver.CheckpointRef) (*saver.Tuple, error) {
@@ -87,10 +87,6 @@ func TestExpiry(t *testing.T) {
 	}
 }
 
-type guarded struct{ *mock.Store }
-
-func (guarded) GuardsHead() bool { return true }
-
 func TestExpectedHead(t *testing.T) {
 	var got saver.PutCheckpoint
 	st := &mock.Store{PutCheckpointFn: func(_ context.Context, in saver.PutCheckpoint) error {
@@ -108,11 +104,12 @@ func TestExpectedHead(t *testing.T) {
 	}
 	// A store that does not guard the head refuses the condition rather
 	// than ignoring it.
-	plain := MustServer(t, st)
+	plain := MustMockServer(t, st)
 	if rec := do(t, plain, "POST", "/v1/threads/t/checkpoints", "application/json", body("c0")); rec.Code != 400 || errorCode(t, rec) != "invalid" {
 		t.Fatalf("unguarded store: Code=%d body %s", rec.Code, rec.Body)
 	}
-	s := MustServer(t, guarded{st})
+	s := MustMockServer(t, st)
+	s.HeadGuard = true
 	if rec := do(t, s, "POST", "/v1/threads/t/checkpoints", "application/json", body("c0")); rec.Code != 200 || got.ExpectHead == nil || *got.ExpectHead != "c0" {
 		t.Fatalf("expected head c0: Code=%d body %s got %+v", rec.Code, rec.Body, got.ExpectHead)
 	}

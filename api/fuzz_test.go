@@ -71,7 +71,7 @@ func FuzzRequestDecoding(f *testing.F) {
 		f.Add(uint8(i), false, []byte(`{"target_thread_id":"u\ud800","Key":"k","key":"k"}`))
 	}
 	f.Fuzz(func(t *testing.T, route uint8, useMsgpack bool, body []byte) {
-		s := MustServer(t, acceptingStore())
+		s := MustMockServer(t, acceptingStore())
 		ctype := "application/json"
 		if useMsgpack {
 			ctype = "application/msgpack"

@@ -12,7 +12,7 @@ import (
 // no HEAD routes. It now answers as GET would, without the body, and is
 // still counted as HEAD.
 func TestHead(t *testing.T) {
-	s := MustServer(t, &mock.Store{GetTupleFn: func(_ context.Context, ref saver.CheckpointRef) (*saver.Tuple, error) {
+	s := MustMockServer(t, &mock.Store{GetTupleFn: func(_ context.Context, ref saver.CheckpointRef) (*saver.Tuple, error) {
 		if ref.ID == "gone" {
 			return nil, saver.Errorf(saver.ENOTFOUND, "No checkpoint.")
 		}

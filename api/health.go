@@ -21,8 +21,8 @@ func (s *Server) handleHealth(c echo.Context) error {
 // handleReady answers 200 only when the store's backend answers too. A
 // store that says why it is unavailable (a full disk) has it in the message.
 func (s *Server) handleReady(c echo.Context) error {
-	if p, ok := s.Store.(Pinger); ok {
-		if err := p.Ping(c.Request().Context()); err != nil {
+	if s.Pinger != nil {
+		if err := s.Pinger.Ping(c.Request().Context()); err != nil {
 			s.Logger.Warn("store not ready", slog.Any("error", err))
 			if saver.ErrorCode(err) == saver.EUNAVAILABLE {
 				return saver.Errorf(saver.EUNAVAILABLE, "Store is not ready: %s", saver.ErrorMessage(err))

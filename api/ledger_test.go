@@ -16,7 +16,7 @@ func TestLedger(t *testing.T) {
 	var gotClaim saver.ClaimRequest
 	var gotResult saver.Typed
 	lease := time.UnixMilli(1_800_000_000_000)
-	s := MustServer(t, &mock.Store{
+	s := MustMockServer(t, &mock.Store{
 		ClaimFn: func(_ context.Context, in saver.ClaimRequest) (*saver.Claim, error) {
 			gotClaim = in
 			return &saver.Claim{Key: in.Key, State: saver.ClaimClaimed, Token: "tok", LeaseExpiresAt: lease, Attempt: 1}, nil

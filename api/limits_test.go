@@ -43,7 +43,7 @@ func TestCheckpointIDKeyLength(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			// Only the tree's read of links is allowed; nothing may be stored.
-			s := MustServer(t, &mock.Store{ListNodesFn: func(context.Context, string, string) ([]saver.Node, error) {
+			s := MustMockServer(t, &mock.Store{ListNodesFn: func(context.Context, string, string) ([]saver.Node, error) {
 				return []saver.Node{{ThreadID: "t", ID: "c1"}}, nil
 			}})
 			ctype := ""
@@ -85,7 +85,7 @@ func TestClaimDurationsOutOfRange(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := MustServer(t, &mock.Store{ClaimFn: func(_ context.Context, in saver.ClaimRequest) (*saver.Claim, error) {
+			s := MustMockServer(t, &mock.Store{ClaimFn: func(_ context.Context, in saver.ClaimRequest) (*saver.Claim, error) {
 				t.Errorf("claim reached the ledger with lease %s, ttl %s", in.Lease, in.TTL)
 				return &saver.Claim{Key: in.Key, State: saver.ClaimClaimed, Token: "t", Attempt: 1}, nil
 			}})

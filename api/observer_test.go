@@ -30,7 +30,7 @@ func (l *labels) ObserveClaim(string) {}
 // methods and routes the server serves do; the rest are "other" and
 // "unmatched".
 func TestObserverLabels(t *testing.T) {
-	s := MustServer(t, &mock.Store{GetTupleFn: func(_ context.Context, ref saver.CheckpointRef) (*saver.Tuple, error) {
+	s := MustMockServer(t, &mock.Store{GetTupleFn: func(_ context.Context, ref saver.CheckpointRef) (*saver.Tuple, error) {
 		return &saver.Tuple{Checkpoint: saver.Checkpoint{CheckpointRef: ref}}, nil
 	}})
 	l := &labels{seen: map[[2]string]int{}}

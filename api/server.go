@@ -42,6 +42,27 @@ type Pinger interface {
 	Ping(ctx context.Context) error
 }
 
+// Capabilities are what a store offers beyond saver.Store. The binary that
+// opened the store says which it has; the server never looks for them in
+// the store, so a store wrapped in another (metrics, tracing) keeps what it
+// is wired with. A nil one, or HeadGuard false, leaves its routes and
+// behaviour out, so the API never advertises what the store cannot do.
+type Capabilities struct {
+	// Tree serves the tree routes and the /ui page that calls them.
+	Tree saver.TreeStore
+	// Ledger serves the idempotency routes.
+	Ledger saver.Ledger
+	// Expirer serves pin and refreshes expiries on read.
+	Expirer saver.Expirer
+	// Pinger tells /readyz whether the store's backend answers; without
+	// one, /readyz answers as /healthz does.
+	Pinger Pinger
+	// HeadGuard says that the Store honours PutCheckpoint.ExpectHead.
+	// Without it a put with expected_head is refused (400), never stored
+	// without its condition.
+	HeadGuard bool
+}
+
 // Observer receives what the API observes, for metrics. Route is the pattern
 // of a route the server serves, never the raw path, so no id becomes a label,
 // or "unmatched"; method is one the server's routes answer, or "other".
@@ -55,11 +76,9 @@ type Observer interface {
 type Server struct {
 	Store  saver.Store
 	Logger *slog.Logger
-	// Tree and Ledger serve the tree and idempotency routes; NewServer takes
-	// them from the store when it implements them. A nil one leaves its
-	// routes out, so the API never advertises what the store cannot do.
-	Tree   saver.TreeStore
-	Ledger saver.Ledger
+	// Capabilities are what Store offers beyond saver.Store; none unless
+	// set, whatever Store implements.
+	Capabilities
 
 	// MaxBodyBytes caps a request body; larger bodies get 413.
 	MaxBodyBytes int64
@@ -78,9 +97,6 @@ type Server struct {
 	MaxConns int
 	// TTL turns a thread's scope into expiry times.
 	TTL ttl.Policy
-	// Expirer pins checkpoints and refreshes expiry on read; taken from the
-	// store when it implements it.
-	Expirer saver.Expirer
 	// Now is the clock for expiry times; tests replace it.
 	Now func() time.Time
 	// Observer, if set, is told of every request and claim.
@@ -127,7 +143,8 @@ func (l routeLabels) of(route, method string) (string, string) {
 	return route, method
 }
 
-// NewServer returns a server for store with default limits.
+// NewServer returns a server for store with default limits and no
+// capabilities beyond saver.Store: set Capabilities to wire them.
 func NewServer(store saver.Store, logger *slog.Logger) *Server {
 	if logger == nil {
 		logger = slog.Default()
@@ -147,9 +164,6 @@ func NewServer(store saver.Store, logger *slog.Logger) *Server {
 		IdleTimeout:       DefaultIdleTimeout,
 		MaxConns:          DefaultMaxConns,
 	}
-	s.Expirer, _ = store.(saver.Expirer)
-	s.Tree, _ = store.(saver.TreeStore)
-	s.Ledger, _ = store.(saver.Ledger)
 	return s
 }
 

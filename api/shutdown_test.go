@@ -16,7 +16,7 @@ import (
 // shuts down: the put must still be answered 200, and new requests refused.
 func TestClose_DrainsInFlight(t *testing.T) {
 	entered, release := make(chan struct{}), make(chan struct{})
-	s := MustServer(t, &mock.Store{PutCheckpointFn: func(context.Context, saver.PutCheckpoint) error {
+	s := MustMockServer(t, &mock.Store{PutCheckpointFn: func(context.Context, saver.PutCheckpoint) error {
 		close(entered)
 		<-release
 		return nil

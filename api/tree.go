@@ -34,7 +34,7 @@ func (s *Server) loadTree(c echo.Context, allowed ...string) (*tree.Tree, string
 		return nil, "", err
 	}
 	if len(nodes) == 0 {
-		return nil, "", saver.Errorf(saver.ENOTFOUND, "Thread %q has no checkpoint.", tid)
+		return nil, "", saver.ThreadNotFound(tid)
 	}
 	return tree.Build(nodes), tid, nil
 }
@@ -54,9 +54,10 @@ func onlyParams(c echo.Context, allowed ...string) error {
 	return nil
 }
 
-// node finds the node named by the checkpoint_ns and checkpoint_id query
-// parameters; with no checkpoint_id, the head (the live path's end).
-func node(c echo.Context, t *tree.Tree) (*tree.Node, error) {
+// node finds the node of thread tid named by the checkpoint_ns and
+// checkpoint_id query parameters; with no checkpoint_id, the head (the live
+// path's end).
+func node(c echo.Context, t *tree.Tree, tid string) (*tree.Node, error) {
 	ns, id := c.QueryParam("checkpoint_ns"), c.QueryParam("checkpoint_id")
 	if err := saver.ValidateNS(ns); err != nil {
 		return nil, err
@@ -71,11 +72,11 @@ func node(c echo.Context, t *tree.Tree) (*tree.Node, error) {
 		if h := t.Head(); h != nil {
 			return h, nil
 		}
-		return nil, saver.Errorf(saver.ENOTFOUND, "Thread has no checkpoint in the root namespace.")
+		return nil, saver.NoCheckpoint(tid, "")
 	}
 	n := t.Get(ns, id)
 	if n == nil {
-		return nil, saver.Errorf(saver.ENOTFOUND, "No checkpoint %q in namespace %q.", id, ns)
+		return nil, saver.CheckpointNotFound(saver.CheckpointRef{ThreadID: tid, NS: ns, ID: id})
 	}
 	return n, nil
 }
@@ -112,11 +113,11 @@ func nodes(c echo.Context, ns []*tree.Node) error {
 }
 
 func (s *Server) handleTreePath(c echo.Context) error {
-	t, _, err := s.loadTree(c, "checkpoint_ns", "checkpoint_id")
+	t, tid, err := s.loadTree(c, "checkpoint_ns", "checkpoint_id")
 	if err != nil {
 		return err
 	}
-	n, err := node(c, t)
+	n, err := node(c, t, tid)
 	if err != nil {
 		return err
 	}
@@ -124,11 +125,11 @@ func (s *Server) handleTreePath(c echo.Context) error {
 }
 
 func (s *Server) handleTreeChildren(c echo.Context) error {
-	t, _, err := s.loadTree(c, "checkpoint_ns", "checkpoint_id")
+	t, tid, err := s.loadTree(c, "checkpoint_ns", "checkpoint_id")
 	if err != nil {
 		return err
 	}
-	n, err := node(c, t)
+	n, err := node(c, t, tid)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/saver-dev/saver"
+	"github.com/saver-dev/saver/api"
 	"github.com/saver-dev/saver/mock"
 )
 
@@ -23,7 +24,7 @@ func forked() []saver.Node {
 }
 
 func TestTree(t *testing.T) {
-	s := MustServer(t, &mock.Store{ListNodesFn: func(_ context.Context, _, tid string) ([]saver.Node, error) {
+	s := MustMockServer(t, &mock.Store{ListNodesFn: func(_ context.Context, _, tid string) ([]saver.Node, error) {
 		if tid != "t" {
 			return nil, nil
 		}
@@ -112,5 +113,60 @@ func TestTreeAndLedgerRoutesOnlyWhenSupported(t *testing.T) {
 		if rec.Code != 404 && rec.Code != 405 || errorCode(t, rec) != "no_route" {
 			t.Fatalf("%s %s: Code=%d body %s, want no_route", p.method, p.path, rec.Code, rec.Body)
 		}
+	}
+}
+
+// TestCapabilitiesOnlyAsWired serves a store that implements the tree,
+// ledger and expiry interfaces without wiring them: the server does not
+// look for them, so their routes are absent and a conditional put is
+// refused, until they are wired.
+func TestCapabilitiesOnlyAsWired(t *testing.T) {
+	st := &mock.Store{
+		ListNodesFn: func(context.Context, string, string) ([]saver.Node, error) {
+			return []saver.Node{{ThreadID: "t", ID: "c1"}}, nil
+		},
+		ClaimFn: func(_ context.Context, in saver.ClaimRequest) (*saver.Claim, error) {
+			return &saver.Claim{Key: in.Key, State: saver.ClaimClaimed, Token: "tok", Attempt: 1}, nil
+		},
+		SetExpiryFn:     func(context.Context, saver.CheckpointRef, int64) error { return nil },
+		PutCheckpointFn: func(context.Context, saver.PutCheckpoint) error { return nil },
+	}
+	var _ interface {
+		saver.TreeStore
+		saver.Ledger
+		saver.Expirer
+	} = st
+	put := putBody()
+	put["expected_head"] = ""
+	conditional, _ := json.Marshal(put)
+	requests := []struct {
+		method, path, body string
+		wired              int
+	}{
+		{"GET", "/v1/threads/t/tree", "", 200},
+		{"POST", "/v1/idempotency/claim", `{"key":"k"}`, 200},
+		{"POST", "/v1/threads/t/checkpoints/pin", `{"checkpoint_id":"c1"}`, 204},
+		{"GET", "/ui", "", 200},
+	}
+	bare := MustServer(t, st)
+	for _, r := range requests {
+		rec := do(t, bare, r.method, r.path, "application/json", []byte(r.body))
+		if rec.Code != 404 && rec.Code != 405 || errorCode(t, rec) != "no_route" {
+			t.Fatalf("unwired %s %s: Code=%d body %s, want no_route", r.method, r.path, rec.Code, rec.Body)
+		}
+	}
+	if rec := do(t, bare, "POST", "/v1/threads/t/checkpoints", "application/json", conditional); rec.Code != 400 || errorCode(t, rec) != "invalid" {
+		t.Fatalf("unwired conditional put: Code=%d body %s, want 400 invalid", rec.Code, rec.Body)
+	}
+
+	wired := MustServer(t, st)
+	wired.Capabilities = api.Capabilities{Tree: st, Ledger: st, Expirer: st, HeadGuard: true}
+	for _, r := range requests {
+		if rec := do(t, wired, r.method, r.path, "application/json", []byte(r.body)); rec.Code != r.wired {
+			t.Fatalf("wired %s %s: Code=%d body %s, want %d", r.method, r.path, rec.Code, rec.Body, r.wired)
+		}
+	}
+	if rec := do(t, wired, "POST", "/v1/threads/t/checkpoints", "application/json", conditional); rec.Code != 200 {
+		t.Fatalf("wired conditional put: Code=%d body %s, want 200", rec.Code, rec.Body)
 	}
 }

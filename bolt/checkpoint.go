@@ -3,7 +3,6 @@ package bolt
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -20,10 +19,13 @@ func blobKey(ref saver.CheckpointRef, channel, version string) []byte {
 }
 
 // PutCheckpoint upserts the checkpoint and inserts each blob that is absent
-// (or expired). Every blob the checkpoint references through its channel
-// versions then lives at least as long as the checkpoint (see extendBlob).
+// (or expired), expiring by the blob lifetime rule (saver.NewBlobExpiry).
+// Every blob the checkpoint references through its channel versions then
+// lives at least as long as the checkpoint (see extendBlob).
 // With ExpectHead, the namespace's head is compared in the same transaction
-// (see headOf): a moved head fails the put before it writes anything.
+// (see headOf): a moved head fails the put before it writes anything. Write
+// transactions are serialised, so the head read in a put's transaction is
+// the head its write lands on: the store honours ExpectHead.
 func (s *Store) PutCheckpoint(ctx context.Context, in saver.PutCheckpoint) error {
 	// Encode before the transaction: the group commit may run the function twice, and
 	// the encoding is the same every time.
@@ -34,8 +36,9 @@ func (s *Store) PutCheckpoint(ctx context.Context, in saver.PutCheckpoint) error
 	}
 	type kv struct{ k, v []byte }
 	blobs := make([]kv, len(in.Blobs))
+	blobExp := saver.NewBlobExpiry(in.ExpiresAt, s.Now())
 	for i, b := range in.Blobs {
-		v, err := encodeBlob(b.Value, in.ExpiresAt)
+		v, err := encodeBlob(b.Value, blobExp)
 		if err != nil {
 			return translate("put checkpoint", err)
 		}
@@ -57,8 +60,7 @@ func (s *Store) PutCheckpoint(ctx context.Context, in saver.PutCheckpoint) error
 				// Write nothing, yet let the transaction commit: failing it
 				// would roll back the writes of the calls sharing it, which
 				// would all run again alone.
-				moved = saver.Errorf(saver.ECONFLICT, "The head of thread %s, namespace %q moved: it is %s, not %s; read the thread again before putting.",
-					in.ThreadID, in.NS, headName(head), headName(*in.ExpectHead))
+				moved = saver.HeadMoved(in.ThreadID, in.NS, head, *in.ExpectHead)
 				return nil
 			}
 		}
@@ -78,8 +80,8 @@ func (s *Store) PutCheckpoint(ctx context.Context, in saver.PutCheckpoint) error
 				return err
 			}
 		}
-		// A blob just inserted already expires with the checkpoint; the
-		// lookup finds nothing to do.
+		// A blob just inserted already outlives the checkpoint; the lookup
+		// finds nothing to do.
 		for _, k := range refs {
 			if err := extendBlob(bb, k, in.ExpiresAt, now); err != nil {
 				return err
@@ -93,13 +95,6 @@ func (s *Store) PutCheckpoint(ctx context.Context, in saver.PutCheckpoint) error
 	return moved
 }
 
-var _ saver.HeadGuard = (*Store)(nil)
-
-// GuardsHead reports that puts honour ExpectHead: bbolt serialises write
-// transactions, so the head read in a put's transaction is the head its
-// write lands on.
-func (s *Store) GuardsHead() bool { return true }
-
 // headOf returns the id of the newest live checkpoint of ref's namespace,
 // "" if none: the one GetTuple returns as the latest.
 func headOf(cps kvBucket, ref saver.CheckpointRef, now time.Time) (string, error) {
@@ -110,14 +105,6 @@ func headOf(cps kvBucket, ref saver.CheckpointRef, now time.Time) (string, error
 	}
 	head, _, err := nextComponent(k[len(prefix):])
 	return head, err
-}
-
-// headName is a head for messages: "" is no checkpoint.
-func headName(id string) string {
-	if id == "" {
-		return "no checkpoint"
-	}
-	return fmt.Sprintf("%q", id)
 }
 
 // GetTuple returns the checkpoint named by ref, or the latest of its
@@ -131,7 +118,7 @@ func (s *Store) GetTuple(ctx context.Context, ref saver.CheckpointRef) (*saver.T
 			return err
 		}
 		if cp == nil {
-			return saver.Errorf(saver.ENOTFOUND, "No checkpoint in thread %q, namespace %q matches.", ref.ThreadID, ref.NS)
+			return saver.CheckpointNotFound(ref)
 		}
 		tup, err = readTuple(tx, cp, now)
 		return err

@@ -146,29 +146,25 @@ func extendBlob(bb kvBucket, k []byte, expiresAt int64, now time.Time) error {
 
 // SetExpiry sets the checkpoint's expiry, 0 to pin it, and extends its
 // blobs (by the blob rule) and its writes (to expiresAt) when they would
-// expire first; it never shortens them. An empty ref.ID names the latest
-// checkpoint of the namespace.
-// Returns ENOTFOUND if the checkpoint does not exist or has expired.
+// expire first; it never shortens them.
+// Returns EINVALID for an empty ref.ID, ENOTFOUND if the checkpoint does
+// not exist or has expired.
 func (s *Store) SetExpiry(ctx context.Context, ref saver.CheckpointRef, expiresAt int64) error {
+	if err := saver.RequireCheckpointID(ref); err != nil {
+		return err
+	}
+	k := checkpointKey(ref)
 	return s.update(ctx, "set expiry", func(tx kvTx) error {
 		now := s.Now()
 		cps := tx.Bucket(bucketCheckpoints)
-		var k, v []byte
-		var err error
-		if ref.ID != "" {
-			k = checkpointKey(ref)
-			v, err = getLive(cps, k, now)
-		} else {
-			k, v, err = lastLive(cps.Cursor(), key(ref.Tenant, ref.ThreadID, ref.NS), now)
-		}
+		v, err := getLive(cps, k, now)
 		if err != nil {
 			return err
 		}
 		if v == nil {
-			return saver.Errorf(saver.ENOTFOUND, "No checkpoint in thread %q, namespace %q matches.", ref.ThreadID, ref.NS)
+			return saver.CheckpointNotFound(ref)
 		}
 		// Everything read from v is read before the bucket changes.
-		k = bytes.Clone(k)
 		var links struct {
 			ChannelVersions map[string]string `msgpack:"channel_versions"`
 		}
@@ -182,11 +178,6 @@ func (s *Store) SetExpiry(ctx context.Context, ref saver.CheckpointRef, expiresA
 		if err := cps.Put(k, nv); err != nil {
 			return err
 		}
-		parts, err := parseKey(k, 4)
-		if err != nil {
-			return err
-		}
-		ref = saver.CheckpointRef{Tenant: parts[0], ThreadID: parts[1], NS: parts[2], ID: parts[3]}
 		bb := tx.Bucket(bucketBlobs)
 		for ch, ver := range links.ChannelVersions {
 			if err := extendBlob(bb, blobKey(ref, ch, ver), expiresAt, now); err != nil {

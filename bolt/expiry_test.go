@@ -206,10 +206,10 @@ func TestExpiryOldRecords(t *testing.T) {
 	storetest.MustNotFind(t, s, ref)
 }
 
-// TestExpiryBlobExtension follows a blob's stored expiry: written with its
-// checkpoint's, extended to twice the remaining lifetime of a longer-lived
-// checkpoint that references it, and not rewritten when it already lives
-// long enough.
+// TestExpiryBlobExtension follows a blob's stored expiry: written with
+// twice the remaining lifetime of its checkpoint, extended to twice the
+// remaining lifetime of a longer-lived checkpoint that references it, and
+// not rewritten when it already lives long enough.
 func TestExpiryBlobExtension(t *testing.T) {
 	s, clock := openClocked(t)
 	t0 := clock.Now()
@@ -218,8 +218,8 @@ func TestExpiryBlobExtension(t *testing.T) {
 	first := storetest.Expiring(storetest.NewCheckpoint(ref, "0001"), t0.Add(time.Hour).Unix())
 	storetest.SetChannel(&first, "a", "1", "a")
 	storetest.MustPutCheckpoint(t, s, first)
-	if got, want := mustExpiry(t, s, bucketBlobs, bk), t0.Add(time.Hour).Unix(); got != want {
-		t.Fatalf("blob expiry = %d, want %d (its checkpoint's)", got, want)
+	if got, want := mustExpiry(t, s, bucketBlobs, bk), t0.Add(2*time.Hour).Unix(); got != want {
+		t.Fatalf("blob expiry = %d, want %d (twice its checkpoint's lifetime)", got, want)
 	}
 	clock.Advance(30 * time.Minute)
 	second := storetest.Expiring(storetest.NewCheckpoint(ref, "0002"), t0.Add(3*time.Hour).Unix())
@@ -248,30 +248,13 @@ func TestExpiredBlobsStayExpired(t *testing.T) {
 	first := storetest.Expiring(storetest.NewCheckpoint(ref, "0001"), clock.Now().Add(time.Hour).Unix())
 	storetest.SetChannel(&first, "a", "1", "a")
 	storetest.MustPutCheckpoint(t, s, first)
-	clock.Advance(time.Hour)
+	clock.Advance(2 * time.Hour) // the blob lives twice its checkpoint's hour
 	second := storetest.Expiring(storetest.NewCheckpoint(ref, "0002"), 0)
 	second.ChannelVersions["a"] = "1"
 	storetest.MustPutCheckpoint(t, s, second)
 	if got := storetest.MustGetTuple(t, s, ref); len(got.Values) != 0 {
 		t.Fatalf("expired blob read back: %v", storetest.Values(got))
 	}
-}
-
-// TestSetExpiryLatest sets the expiry of the latest live checkpoint by an
-// empty id.
-func TestSetExpiryLatest(t *testing.T) {
-	s, clock := openClocked(t)
-	ref := storetest.NewRef()
-	soon := clock.Now().Add(time.Hour).Unix()
-	for _, id := range []string{"0001", "0002"} {
-		storetest.MustPutCheckpoint(t, s, storetest.Expiring(storetest.NewCheckpoint(ref, id), soon))
-	}
-	storetest.MustSetExpiry(t, s, ref, 0)
-	clock.Advance(time.Hour)
-	if got := storetest.MustGetTuple(t, s, ref); got.ID != "0002" || got.ExpiresAt != 0 {
-		t.Fatalf("latest = %s expiring at %d, want 0002 pinned", got.ID, got.ExpiresAt)
-	}
-	storetest.MustNotFind(t, s, storetest.At(ref, "0001"))
 }
 
 // countKeys returns the number of keys in each thread bucket.
@@ -319,7 +302,7 @@ func TestSweep(t *testing.T) {
 	if got, err := s.Sweep(t.Context()); err != nil || got != 0 {
 		t.Fatalf("Sweep before expiry = %d, %v; want 0", got, err)
 	}
-	clock.Advance(time.Hour)
+	clock.Advance(2 * time.Hour) // the blobs brought live twice their checkpoints' hour
 	want := storetest.MustListThread(t, s, ref.Tenant, ref.ThreadID)
 	got, err := s.Sweep(t.Context())
 	// first and other, other's blob, and first's and second's expiring writes.

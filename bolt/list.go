@@ -9,13 +9,14 @@ import (
 	"github.com/saver-dev/saver"
 )
 
-// ListCheckpoints returns the checkpoints matching f, newest first.
-// Expired checkpoints are passed over before the limit counts.
+// ListCheckpoints returns the checkpoints matching f in listing order
+// (saver.ComparePositions). Expired checkpoints are passed over before the
+// limit counts.
 //
 // Every (thread, namespace) in scope is a group whose keys are in id order.
 // Each group is walked backwards from the highest id the filter allows, and
-// the groups are merged on (id desc, thread asc, ns asc), so a listing with
-// a limit reads about limit checkpoints per group, not the whole thread.
+// the groups are merged in listing order, so a listing with a limit reads
+// about limit checkpoints per group, not the whole thread.
 // With no thread, the groups are every (thread, namespace) of the tenant.
 func (s *Store) ListCheckpoints(ctx context.Context, f saver.ListFilter) ([]*saver.Tuple, error) {
 	var out []*saver.Tuple
@@ -182,14 +183,7 @@ type groupHeap []*groupIter
 
 func (h groupHeap) Len() int { return len(h) }
 func (h groupHeap) Less(i, j int) bool {
-	a, b := h[i].ref, h[j].ref
-	if a.ID != b.ID {
-		return a.ID > b.ID
-	}
-	if a.ThreadID != b.ThreadID {
-		return a.ThreadID < b.ThreadID
-	}
-	return a.NS < b.NS
+	return saver.ComparePositions(h[i].ref.Position(), h[j].ref.Position()) < 0
 }
 func (h groupHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
 func (h *groupHeap) Push(x any)   { *h = append(*h, x.(*groupIter)) }

@@ -1,5 +1,5 @@
 // Package bolt implements saver.Store, saver.TreeStore, saver.Expirer,
-// saver.Ledger and saver.HeadGuard in one local store, the embedded default
+// saver.Ledger and conditional puts (ExpectHead) in one local store, the embedded default
 // for a single node: a Pebble directory, or a bbolt file made before the
 // store moved to Pebble (kv.go has the engines under it; Migrate moves a
 // file to Pebble).
@@ -84,9 +84,11 @@
 // skimmed from the record's first bytes, so passing over an expired
 // checkpoint costs no decoding, and ListNodes stays payload-free.
 //
-// Putting a checkpoint applies saver.ExtendedBlobExpiry to each blob its
-// channel versions reference, by point lookups in the put's transaction; a
-// blob is rewritten only when it would expire before the checkpoint.
+// A blob a put brings expires by the blob lifetime rule
+// (saver.NewBlobExpiry), and the put applies saver.ExtendedBlobExpiry to
+// each blob its channel versions reference, by point lookups in the put's
+// transaction; a blob is rewritten only when it would expire before the
+// checkpoint.
 // SetExpiry does the same for the checkpoint's blobs and writes. Rewriting
 // an expiry copies the record's other fields byte for byte (withExpiry).
 // Sweep deletes expired items to give their space back.

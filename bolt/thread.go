@@ -335,7 +335,7 @@ func (s *Store) CopyThread(ctx context.Context, tenant, src, dst string) error {
 			}
 		}
 		if !found {
-			return saver.Errorf(saver.ENOTFOUND, "Thread %q has no checkpoint.", src)
+			return saver.ThreadNotFound(src)
 		}
 		for _, name := range threadBuckets {
 			b := tx.Bucket(name)

@@ -2,9 +2,7 @@ package bolt
 
 import (
 	"bytes"
-	"cmp"
 	"context"
-	"slices"
 	"time"
 
 	"github.com/saver-dev/saver"
@@ -53,9 +51,8 @@ func (s *Store) PutWrites(ctx context.Context, in saver.PutWrites) error {
 }
 
 // readWrites returns the writes of a checkpoint that have not expired at
-// now, ordered by (task_path, task_id, idx). Keys give (task_id, idx)
-// order; the task path is in the value, so the final order is a stable sort
-// by it.
+// now, in a tuple's order (saver.SortWrites). Keys give (task_id, idx)
+// order; the task path is in the value.
 func readWrites(tx kvTx, ref saver.CheckpointRef, now time.Time) ([]saver.Write, error) {
 	prefix := checkpointKey(ref)
 	var writes []saver.Write
@@ -81,6 +78,6 @@ func readWrites(tx kvTx, ref saver.CheckpointRef, now time.Time) ([]saver.Write,
 			writes = append(writes, w)
 		}
 	}
-	slices.SortStableFunc(writes, func(a, b saver.Write) int { return cmp.Compare(a.TaskPath, b.TaskPath) })
+	saver.SortWrites(writes)
 	return writes, nil
 }

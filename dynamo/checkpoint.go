@@ -2,7 +2,6 @@ package dynamo
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -60,10 +59,7 @@ func (s *Store) GetTuple(ctx context.Context, ref saver.CheckpointRef) (*saver.T
 		return nil, fmt.Errorf("dynamo: get checkpoint %q: %w", ref.ID, err)
 	}
 	if pt == nil {
-		if ref.ID == "" {
-			return nil, saver.Errorf(saver.ENOTFOUND, "Thread %s has no checkpoint in namespace %q.", ref.ThreadID, ref.NS)
-		}
-		return nil, saver.Errorf(saver.ENOTFOUND, "Checkpoint %s not found.", ref.ID)
+		return nil, saver.CheckpointNotFound(ref)
 	}
 	tuples, err := s.complete(ctx, ref.Tenant, []*partial{pt}, ref.ID == "")
 	if err != nil {
@@ -241,7 +237,7 @@ func (s *Store) complete(ctx context.Context, tenant string, ps []*partial, reme
 		if err := p.unbundle(); err != nil {
 			return nil, fmt.Errorf("checkpoint %s: %w", tup.ID, err)
 		}
-		sortWrites(tup.Writes)
+		saver.SortWrites(tup.Writes)
 		out[i] = tup
 	}
 	return out, nil
@@ -289,15 +285,4 @@ func (p *partial) unbundle() error {
 		}
 	}
 	return nil
-}
-
-// sortWrites orders writes as the contract returns them: by task path, task
-// id and idx.
-func sortWrites(ws []saver.Write) {
-	slices.SortFunc(ws, func(a, b saver.Write) int {
-		return cmp.Or(
-			strings.Compare(a.TaskPath, b.TaskPath),
-			strings.Compare(a.TaskID, b.TaskID),
-			cmp.Compare(a.Idx, b.Idx))
-	})
 }

@@ -1,5 +1,5 @@
 // Package dynamo implements saver.Store, saver.TreeStore, saver.Ledger,
-// saver.Expirer and saver.HeadGuard on one DynamoDB table.
+// saver.Expirer and conditional puts (ExpectHead) on one DynamoDB table.
 //
 // # Item layout
 //
@@ -91,7 +91,7 @@
 //
 // # Conditional puts
 //
-// A put with ExpectHead (saver.HeadGuard) reads the namespace's head with
+// A put with ExpectHead (saver.PutCheckpoint) reads the namespace's head with
 // one Query and refuses a moved head there, having written nothing. Its
 // transaction then sets a head token on the lifetimes item, conditioned on
 // the token the read implies, so that of two writers that read the same

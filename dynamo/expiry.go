@@ -25,8 +25,12 @@ var _ saver.Expirer = (*Store)(nil)
 // checkpoint changes. Offloaded payloads are retagged before their items
 // are extended.
 //
-// Returns ENOTFOUND if the checkpoint does not exist or has expired.
+// Returns EINVALID for an empty ref.ID, ENOTFOUND if the checkpoint does
+// not exist or has expired.
 func (s *Store) SetExpiry(ctx context.Context, ref saver.CheckpointRef, expiresAt int64) error {
+	if err := saver.RequireCheckpointID(ref); err != nil {
+		return err
+	}
 	if err := s.setExpiry(ctx, ref, expiresAt); err != nil {
 		return fmt.Errorf("dynamo: set expiry of checkpoint %s: %w", ref.ID, err)
 	}
@@ -37,7 +41,7 @@ func (s *Store) setExpiry(ctx context.Context, ref saver.CheckpointRef, exp int6
 	now := s.Now()
 	pk := partitionKey(ref.Tenant, ref.ThreadID)
 	cpKey := item{attrPK: attrS(pk), attrSK: attrS(checkpointKey(ref.NS, ref.ID))}
-	notFound := saver.Errorf(saver.ENOTFOUND, "Checkpoint %s not found.", ref.ID)
+	notFound := saver.CheckpointNotFound(ref)
 
 	proj := newExpr("p")
 	proj.text = strings.Join([]string{

@@ -3,7 +3,6 @@ package dynamo
 import (
 	"context"
 	"crypto/rand"
-	"fmt"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -43,11 +42,6 @@ const (
 	headNonce = "n"
 )
 
-var _ saver.HeadGuard = (*Store)(nil)
-
-// GuardsHead reports that puts honour ExpectHead.
-func (s *Store) GuardsHead() bool { return true }
-
 // headGuard is the condition of a conditional put on its namespace's head
 // token, revised when a request fails on it.
 type headGuard struct {
@@ -79,18 +73,9 @@ func (g *headGuard) check(ctx context.Context, s *Store) error {
 		return err
 	}
 	if head != g.expect {
-		return saver.Errorf(saver.ECONFLICT, "The head of thread %s, namespace %q moved: it is %s, not %s; read the thread again before putting.",
-			g.threadID, g.ns, headName(head), headName(g.expect))
+		return saver.HeadMoved(g.threadID, g.ns, head, g.expect)
 	}
 	return nil
-}
-
-// headName is a head for messages: "" is no checkpoint.
-func headName(id string) string {
-	if id == "" {
-		return "no checkpoint"
-	}
-	return fmt.Sprintf("%q", id)
 }
 
 // cond returns the condition on the token, with c's placeholders.

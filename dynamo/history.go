@@ -385,7 +385,7 @@ func (h *historyScan) collect(ctx context.Context, channels []string, chain []*h
 		if err := p.unbundle(); err != nil {
 			return nil, fmt.Errorf("checkpoint %s: %w", n.id, err)
 		}
-		sortWrites(p.tup.Writes)
+		saver.SortWrites(p.tup.Writes)
 		if !walk.Visit(n.id, p.tup.Writes, func(ch string) *saver.Typed { return seeds[seedAt{n.id, ch}] }) {
 			break
 		}

@@ -181,7 +181,7 @@ func (s *Store) planPut(ctx context.Context, in *saver.PutCheckpoint) (*putPlan,
 		p.guard = g
 	}
 	p.lkey = lifetimesKey(pk, in.NS)
-	p.blobExp = newBlobExpiry(p.exp, p.now)
+	p.blobExp = saver.NewBlobExpiry(p.exp, p.now)
 	brought := make(map[[2]string]bool, len(in.Blobs))
 	for _, b := range in.Blobs {
 		var (
@@ -531,18 +531,6 @@ func (p *putPlan) reviseRef(ctx context.Context, r *blobRef, old item) error {
 	}
 	r.act, r.from, r.to = refExtend, exp, to
 	return nil
-}
-
-// newBlobExpiry is the expiry of the blobs a put brings: twice the
-// remaining lifetime of its checkpoint, as if the rule had just extended
-// them. Blobs taking only the checkpoint's expiry would need extending by
-// the very next put that references them, which in a session thread is
-// most puts; with twice, once per lifetime is enough.
-func newBlobExpiry(exp int64, now time.Time) int64 {
-	if exp == 0 {
-		return 0
-	}
-	return exp + max(exp-now.Unix(), 0)
 }
 
 // expiryOf returns an item's expiry and whether it has one.

@@ -324,20 +324,6 @@ func (o *retagOffloader) Retag(_ context.Context, ref string, exp int64) error {
 	return nil
 }
 
-func TestNewBlobExpiry(t *testing.T) {
-	now := time.Unix(1_000_000, 0)
-	tests := []struct{ exp, want int64 }{
-		{0, 0},
-		{1_003_600, 1_007_200},
-		{999_000, 999_000}, // already past: no remaining lifetime to double
-	}
-	for _, tt := range tests {
-		if got := newBlobExpiry(tt.exp, now); got != tt.want {
-			t.Errorf("newBlobExpiry(%d) = %d, want %d", tt.exp, got, tt.want)
-		}
-	}
-}
-
 // TestTransactReportsFailedConditions checks that failed conditions are
 // reported by their index among all ops, across chunks, and that other
 // cancellations are not taken for them.

@@ -1,11 +1,9 @@
 package dynamo
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
@@ -124,7 +122,7 @@ func (s *Store) listThread(ctx context.Context, f saver.ListFilter) ([]*partial,
 		}
 		out = append(out, ps...)
 	}
-	slices.SortFunc(out, func(a, b *partial) int { return comparePositions(a.tup.Position(), b.tup.Position()) })
+	slices.SortFunc(out, func(a, b *partial) int { return saver.ComparePositions(a.tup.Position(), b.tup.Position()) })
 	return out[:min(len(out), f.Limit)], nil
 }
 
@@ -254,18 +252,9 @@ func (s *Store) listUnordered(ctx context.Context, f saver.ListFilter, pages pag
 			out = append(out, p)
 		}
 	}
-	slices.SortFunc(out, func(a, b *partial) int { return comparePositions(a.tup.Position(), b.tup.Position()) })
+	slices.SortFunc(out, func(a, b *partial) int { return saver.ComparePositions(a.tup.Position(), b.tup.Position()) })
 	if f.Limit > 0 && len(out) > f.Limit {
 		out = out[:f.Limit]
 	}
 	return out, nil
-}
-
-// comparePositions orders positions as listings do: id descending, then
-// thread and namespace ascending.
-func comparePositions(a, b saver.ListPosition) int {
-	return cmp.Or(
-		strings.Compare(b.ID, a.ID),
-		strings.Compare(a.ThreadID, b.ThreadID),
-		strings.Compare(a.NS, b.NS))
 }

@@ -52,8 +52,8 @@ type Offloader interface {
 	Retag(ctx context.Context, ref string, expiresAt int64) error
 }
 
-// Store is a saver.Store, saver.TreeStore, saver.Ledger, saver.Expirer and
-// saver.HeadGuard on one DynamoDB table. See the package doc for the item
+// Store is a saver.Store, saver.TreeStore, saver.Ledger and saver.Expirer
+// that honours conditional puts, on one DynamoDB table. See the package doc for the item
 // layout. Its methods are safe for concurrent use.
 type Store struct {
 	// Offload, when set, takes payloads that would make an item larger than

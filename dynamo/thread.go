@@ -159,7 +159,7 @@ func (s *Store) copyThread(ctx context.Context, tenant, src, dst string) error {
 	}
 	live := slices.DeleteFunc(items, func(it item) bool { return s.expired(getN(it, attrExpiresAt)) })
 	if !slices.ContainsFunc(live, func(it item) bool { return getS(it, attrKind) == itemCheckpoint }) {
-		return saver.Errorf(saver.ENOTFOUND, "Thread %s has no checkpoint.", src)
+		return saver.ThreadNotFound(src)
 	}
 	rank := map[string]int{itemBlob: 0, itemWrite: 1, itemCheckpoint: 2}
 	slices.SortStableFunc(live, func(a, b item) int { return rank[getS(a, attrKind)] - rank[getS(b, attrKind)] })

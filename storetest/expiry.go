@@ -46,7 +46,8 @@ type expiryTest = clockTest[ExpiryStore]
 //     keeps it forever. Copies keep the expiries of what they copy.
 //   - SetExpiry sets a live checkpoint's expiry, 0 pinning it, and extends
 //     its blobs and writes to match, never shortening them. It returns
-//     ENOTFOUND for a checkpoint that is missing or expired.
+//     ENOTFOUND for a checkpoint that is missing or expired, and EINVALID
+//     for a ref without a checkpoint id, changing nothing.
 func RunExpiry(t *testing.T, open func(t *testing.T, now func() time.Time) ExpiryStore) {
 	runClockGroups(t, []group[expiryTest]{
 		{"Checkpoints", expiryCheckpointTests},

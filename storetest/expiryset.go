@@ -14,6 +14,7 @@ var setExpiryTests = []expiryTest{
 	{"NotFound", testSetExpiryNotFound},
 	{"NeverShortens", testSetExpiryNeverShortens},
 	{"Isolated", testSetExpiryIsolated},
+	{"NeedsID", testSetExpiryNeedsID},
 }
 
 // testSetExpiryExtends extends a checkpoint that references a blob of its
@@ -132,4 +133,24 @@ func testSetExpiryIsolated(t *testing.T, s ExpiryStore, clock *Clock) {
 	for _, r := range refs[1:] {
 		MustNotFind(t, s, At(r, "0001"))
 	}
+}
+
+// testSetExpiryNeedsID pins with no checkpoint id: it is refused, and
+// neither the latest checkpoint nor any other is pinned.
+func testSetExpiryNeedsID(t *testing.T, s ExpiryStore, clock *Clock) {
+	soon := clock.Now().Add(time.Hour).Unix()
+	ref := NewRef()
+	for _, id := range []string{"0001", "0002"} {
+		in := Expiring(NewCheckpoint(ref, id), soon)
+		SetChannel(&in, "a", id, "a of "+id)
+		MustPutCheckpoint(t, s, in)
+		MustPutExpiringWrites(t, s, in.CheckpointRef, soon, NewWrite("task", 0, "ch", "w"))
+	}
+	MustErrorCode(t, "SetExpiry(no id)", s.SetExpiry(t.Context(), ref, 0), saver.EINVALID)
+	MustErrorCode(t, "SetExpiry(no id, no checkpoint)", s.SetExpiry(t.Context(), InNS(ref, "child:1"), 0), saver.EINVALID)
+	if got := MustGetTuple(t, s, ref); got.ID != "0002" || got.ExpiresAt != soon {
+		t.Fatalf("latest = %s expiring at %d, want 0002 expiring at %d", got.ID, got.ExpiresAt, soon)
+	}
+	clock.Advance(time.Hour)
+	mustBeEmpty(t, s, ref)
 }

@@ -15,7 +15,7 @@ import (
 // RunHeadGuard runs the contract of conditional puts against the store that
 // open returns, on the terms of Run: open is called once per subtest,
 // possibly from parallel subtests, and may return the same store every time.
-// The store must implement saver.HeadGuard and guard the head. Expired heads
+// The store must honour PutCheckpoint.ExpectHead. Expired heads
 // are checkpoints put with an expiry an hour before the real time, so the
 // store's clock must be the real one.
 //
@@ -27,7 +27,6 @@ import (
 // conditional puts see it.
 func RunHeadGuard(t *testing.T, open func(t *testing.T) saver.Store) {
 	tests := []test{
-		{"GuardsHead", testGuardsHead},
 		{"EmptyNamespace", testHeadEmptyNamespace},
 		{"ConflictWritesNothing", testHeadConflictWritesNothing},
 		{"Chain", testHeadChain},
@@ -39,6 +38,7 @@ func RunHeadGuard(t *testing.T, open func(t *testing.T) saver.Store) {
 		{"UnconditionalPuts", testHeadUnconditionalPuts},
 		{"DeletedHead", testHeadDeleted},
 		{"ConcurrentWriters", testHeadConcurrentWriters},
+		{"ConflictMessage", testHeadConflictMessage},
 	}
 	runStoreTests(t, tests, open)
 }
@@ -94,13 +94,6 @@ func child(ref saver.CheckpointRef, id, parent string) saver.PutCheckpoint {
 	in := NewCheckpoint(ref, id)
 	in.ParentID = parent
 	return in
-}
-
-func testGuardsHead(t *testing.T, s saver.Store) {
-	g, ok := s.(saver.HeadGuard)
-	if !ok || !g.GuardsHead() {
-		t.Fatalf("%T does not guard the head", s)
-	}
 }
 
 // testHeadEmptyNamespace: "" is the head of a namespace with no checkpoint,
@@ -343,3 +336,19 @@ func testHeadConcurrentWriters(t *testing.T, s saver.Store) {
 
 // writerChannel is the channel writer w of testHeadConcurrentWriters brings.
 func writerChannel(w int) string { return fmt.Sprintf("w%02d", w) }
+
+// testHeadConflictMessage checks that a refused put says which head it
+// found and which it expected, in the root's words.
+func testHeadConflictMessage(t *testing.T, s saver.Store) {
+	ref := NewRef()
+	MustPutCheckpoint(t, s, NewCheckpoint(ref, "0001"))
+	for _, expected := range []string{"", "0000"} {
+		err := s.PutCheckpoint(t.Context(), ExpectingHead(child(ref, "0002", "0001"), expected))
+		MustError(t, "PutCheckpoint(expecting "+expected+")", err, saver.HeadMoved(ref.ThreadID, ref.NS, "0001", expected))
+	}
+	empty := InNS(ref, "child:1")
+	err := s.PutCheckpoint(t.Context(), ExpectingHead(child(empty, "0002", ""), "0001"))
+	MustError(t, "PutCheckpoint(in an empty namespace)", err, saver.HeadMoved(ref.ThreadID, empty.NS, "", "0001"))
+	MustNotFind(t, s, At(ref, "0002"))
+	MustNotFind(t, s, At(empty, "0002"))
+}

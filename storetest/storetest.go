@@ -13,7 +13,7 @@
 //
 // The optional interfaces have contracts of their own, which a store that
 // implements them runs too. RunTree checks saver.TreeStore and RunHeadGuard
-// conditional puts (saver.HeadGuard). RunLedger checks saver.Ledger, and
+// conditional puts (PutCheckpoint.ExpectHead). RunLedger checks saver.Ledger, and
 // RunExpiry checks expiries and saver.Expirer, with a Clock per subtest,
 // which open hands to the store:
 //
@@ -62,6 +62,7 @@ func Run(t *testing.T, open func(t *testing.T) saver.Store) {
 		{"Tenants", tenantTests},
 		{"Keys", keyTests},
 		{"Concurrency", concurrencyTests},
+		{"Errors", errorTests},
 	}, open)
 }
 

@@ -11,16 +11,17 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 
+	"github.com/saver-dev/saver/api"
 	"github.com/saver-dev/saver/dynamo"
 	"github.com/saver-dev/saver/metrics"
 	"github.com/saver-dev/saver/s3offload"
 )
 
 // awsStore is the production store: DynamoDB with payloads over the offload
-// threshold in S3. Embedding the dynamo store keeps every optional interface
-// it implements (tree, ledger, expiry) visible to the API.
+// threshold in S3. DB serves the API, with the capabilities it is wired
+// with (capabilities).
 type awsStore struct {
-	*dynamo.Store
+	DB        *dynamo.Store
 	Offload   *s3offload.Store // nil without a bucket
 	Counter   *dynamo.Counter  // DynamoDB requests by operation
 	S3Counter *dynamo.Counter  // S3 requests by operation (same middleware)
@@ -39,22 +40,29 @@ func openAWS(ctx context.Context, c Config, logger *slog.Logger) (*awsStore, err
 		return nil, err
 	}
 	st := &awsStore{Counter: dynamo.NewCounter(), S3Counter: dynamo.NewCounter()}
-	st.Store = dynamo.NewStore(dynamo.NewClient(cfg, st.Counter), c.Table)
-	st.Store.RememberValues(c.PatchCache)
+	st.DB = dynamo.NewStore(dynamo.NewClient(cfg, st.Counter), c.Table)
+	st.DB.RememberValues(c.PatchCache)
 	if c.Bucket != "" {
 		st.s3 = s3offload.NewClient(cfg, st.S3Counter.Register)
 		st.Offload = s3offload.NewStore(st.s3, c.Bucket)
 		st.Offload.Threshold = c.OffloadBytes
-		st.Store.Offload = st.Offload
+		st.DB.Offload = st.Offload
 	} else {
 		logger.Warn("no SAVER_BUCKET: payloads over the DynamoDB item limit will be refused (413)")
 	}
 	return st, nil
 }
 
+// capabilities are what the production store offers beyond saver.Store:
+// the dynamo store's tree, ledger, expiry and conditional puts, and a
+// readiness probe of the table and the bucket.
+func (s *awsStore) capabilities() api.Capabilities {
+	return api.Capabilities{Tree: s.DB, Ledger: s.DB, Expirer: s.DB, Pinger: s, HeadGuard: true}
+}
+
 // Ping checks the table and, with offload, the bucket: the readiness probe.
 func (s *awsStore) Ping(ctx context.Context) error {
-	if err := s.Store.Ping(ctx); err != nil {
+	if err := s.DB.Ping(ctx); err != nil {
 		return err
 	}
 	if s.Offload != nil {
@@ -69,7 +77,7 @@ func (s *awsStore) Close() error { return nil }
 // Init creates the table (TTL on) and the bucket if they are missing.
 // Existing ones are left as they are, so running it twice is harmless.
 func (s *awsStore) Init(ctx context.Context) error {
-	if err := s.Store.CreateTable(ctx); err != nil {
+	if err := s.DB.CreateTable(ctx); err != nil {
 		return err
 	}
 	if s.Offload == nil {
@@ -101,7 +109,7 @@ func (s *awsStore) sweeper() *s3offload.Sweeper {
 	if s.Offload == nil {
 		return nil
 	}
-	return s3offload.NewSweeper(s.Offload, s.Store)
+	return s3offload.NewSweeper(s.Offload, s.DB)
 }
 
 // runSweeper removes orphaned offload objects every period until ctx ends.

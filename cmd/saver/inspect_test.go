@@ -25,7 +25,9 @@ func inspectFixture(t *testing.T) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	srv := httptest.NewServer(api.NewServer(st, slog.New(slog.NewTextHandler(io.Discard, nil))).Handler())
+	s := api.NewServer(st, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	s.Capabilities = boltCapabilities(st)
+	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
 	post := func(path string, body any) {
 		b, _ := json.Marshal(body)

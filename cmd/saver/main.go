@@ -139,10 +139,9 @@ type Main struct {
 	Logger *slog.Logger
 
 	logOut io.Writer
-	store  interface {
-		saver.Store
-		io.Closer
-	}
+	store  saver.Store      // what the server serves
+	caps   api.Capabilities // what store offers beyond saver.Store
+	closer io.Closer        // closes the store once the server is done
 	server *api.Server
 	stop   context.CancelFunc // ends background work (the sweeper)
 }
@@ -190,35 +189,8 @@ func (m *Main) Run(ctx context.Context) error {
 	if m.Config.Metrics {
 		mx = metrics.New()
 	}
-
-	switch m.Config.Store {
-	case StoreBolt:
-		st, err := bolt.Open(m.Config.DBPath, bolt.WithLogger(m.Logger), bolt.WithReserve(m.Config.DiskReserve))
-		if err != nil {
-			return err
-		}
-		m.store = st
-		if m.Config.SweepEvery > 0 {
-			go sweepBolt(bg, st, m.Config.SweepEvery, m.Logger.With("component", "sweeper"), mx)
-		}
-	case StoreDynamoDB:
-		st, err := openAWS(ctx, m.Config, m.Logger)
-		if err != nil {
-			return err
-		}
-		m.store = st
-		if m.Config.Init {
-			if err := st.Init(ctx); err != nil {
-				return err
-			}
-		}
-		if w := st.sweeper(); w != nil && m.Config.SweepEvery > 0 {
-			go runSweeper(bg, w, m.Config.SweepEvery, m.Config.SweepGrace, m.Logger.With("component", "sweeper"), mx)
-		}
-		if mx != nil {
-			mx.RegisterCounts("saver_dynamodb_requests_total", "DynamoDB requests by operation.", "operation", st.Counter.Snapshot)
-			mx.RegisterCounts("saver_s3_requests_total", "S3 requests by operation.", "operation", st.S3Counter.Snapshot)
-		}
+	if err := m.openStore(ctx, bg, mx); err != nil {
+		return err
 	}
 
 	keyMap, err := m.Config.LoadKeys(os.ReadFile)
@@ -233,19 +205,11 @@ func (m *Main) Run(ctx context.Context) error {
 		return fmt.Errorf("refusing to serve %s without API keys: anyone who can reach it could read and change every thread; set SAVER_API_KEYS_FILE or bind to 127.0.0.1", m.Config.Addr)
 	}
 
-	m.server = api.NewServer(m.store, m.Logger)
+	m.server = m.newServer(m.store, m.caps)
 	m.server.Keys = keys
-	m.server.TLSCert, m.server.TLSKey = m.Config.TLSCert, m.Config.TLSKey
 	if mx != nil {
 		m.server.Observer, m.server.Metrics = mx, mx.Handler()
 	}
-	m.server.MaxBodyBytes = m.Config.MaxBodyBytes
-	m.server.PageSize = m.Config.PageSize
-	m.server.RequestTimeout = m.Config.RequestTimeout
-	m.server.ReadHeaderTimeout, m.server.BodyTimeout = m.Config.ReadHeaderTimeout, m.Config.BodyTimeout
-	m.server.WriteTimeout, m.server.IdleTimeout = m.Config.WriteTimeout, m.Config.IdleTimeout
-	m.server.MaxConns = m.Config.MaxConns
-	m.server.TTL = m.Config.TTL
 	if err := m.server.Open(m.Config.Addr); err != nil {
 		return err
 	}
@@ -262,6 +226,64 @@ func (m *Main) Run(ctx context.Context) error {
 	return nil
 }
 
+// boltCapabilities are what the embedded store offers beyond saver.Store:
+// all of them.
+func boltCapabilities(st *bolt.Store) api.Capabilities {
+	return api.Capabilities{Tree: st, Ledger: st, Expirer: st, Pinger: st, HeadGuard: true}
+}
+
+// openStore opens the configured store with the capabilities it is wired
+// with, and starts its background work on bg.
+func (m *Main) openStore(ctx, bg context.Context, mx *metrics.Metrics) error {
+	switch m.Config.Store {
+	case StoreBolt:
+		st, err := bolt.Open(m.Config.DBPath, bolt.WithLogger(m.Logger), bolt.WithReserve(m.Config.DiskReserve))
+		if err != nil {
+			return err
+		}
+		m.store, m.caps, m.closer = st, boltCapabilities(st), st
+		if m.Config.SweepEvery > 0 {
+			go sweepBolt(bg, st, m.Config.SweepEvery, m.Logger.With("component", "sweeper"), mx)
+		}
+	case StoreDynamoDB:
+		st, err := openAWS(ctx, m.Config, m.Logger)
+		if err != nil {
+			return err
+		}
+		m.store, m.caps, m.closer = st.DB, st.capabilities(), st
+		if m.Config.Init {
+			if err := st.Init(ctx); err != nil {
+				return err
+			}
+		}
+		if w := st.sweeper(); w != nil && m.Config.SweepEvery > 0 {
+			go runSweeper(bg, w, m.Config.SweepEvery, m.Config.SweepGrace, m.Logger.With("component", "sweeper"), mx)
+		}
+		if mx != nil {
+			mx.RegisterCounts("saver_dynamodb_requests_total", "DynamoDB requests by operation.", "operation", st.Counter.Snapshot)
+			mx.RegisterCounts("saver_s3_requests_total", "S3 requests by operation.", "operation", st.S3Counter.Snapshot)
+		}
+	}
+	return nil
+}
+
+// newServer returns the API server on store, wired with caps and
+// configured: the capabilities are the ones the store was opened with, never
+// looked for in store, so a store wrapped in another keeps them.
+func (m *Main) newServer(store saver.Store, caps api.Capabilities) *api.Server {
+	s := api.NewServer(store, m.Logger)
+	s.Capabilities = caps
+	s.TLSCert, s.TLSKey = m.Config.TLSCert, m.Config.TLSKey
+	s.MaxBodyBytes = m.Config.MaxBodyBytes
+	s.PageSize = m.Config.PageSize
+	s.RequestTimeout = m.Config.RequestTimeout
+	s.ReadHeaderTimeout, s.BodyTimeout = m.Config.ReadHeaderTimeout, m.Config.BodyTimeout
+	s.WriteTimeout, s.IdleTimeout = m.Config.WriteTimeout, m.Config.IdleTimeout
+	s.MaxConns = m.Config.MaxConns
+	s.TTL = m.Config.TTL
+	return s
+}
+
 // Close drains in-flight requests for up to ShutdownTimeout, then closes the
 // store so that every acknowledged write is on disk.
 func (m *Main) Close(ctx context.Context) error {
@@ -274,8 +296,8 @@ func (m *Main) Close(ctx context.Context) error {
 		defer cancel()
 		errs = append(errs, m.server.Close(ctx))
 	}
-	if m.store != nil {
-		errs = append(errs, m.store.Close())
+	if m.closer != nil {
+		errs = append(errs, m.closer.Close())
 	}
 	if m.Logger != nil {
 		m.Logger.Info("saver stopped")
