@@ -204,6 +204,7 @@ func (s *Server) newEcho() *echo.Echo {
 		}
 	})
 	e.Pre(headAsGet)
+	e.Pre(boundRequestID)
 	e.Use(middleware.RequestID())
 	e.Use(middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{
 		HandleError:      true,
