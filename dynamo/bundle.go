@@ -7,6 +7,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/saver-dev/saver"
+	"github.com/saver-dev/saver/internal/awsx"
 )
 
 // A put_writes stores its ordinary writes (idx >= 0) as one bundle item,
@@ -64,14 +65,14 @@ const maxBundles = 1000
 // bundle returns the insert of the seq-th bundle of ordinary writes (idx >=
 // 0) under the first one's task, offloaded when large, if absent or expired
 // like a single write.
-func (s *Store) bundle(ctx context.Context, ref saver.CheckpointRef, writes []saver.Write, seq int, exp int64) (writeOp, error) {
+func (s *Store) bundle(ctx context.Context, ref saver.CheckpointRef, writes []saver.Write, seq int, exp int64) (awsx.WriteOp, error) {
 	entries := make([]bundled, len(writes))
 	for i, w := range writes {
 		entries[i] = bundled{TaskID: w.TaskID, TaskPath: w.TaskPath, Idx: w.Idx, Channel: w.Channel, Type: w.Value.Type, Data: w.Value.Data}
 	}
 	data, err := msgpack.Marshal(entries)
 	if err != nil {
-		return writeOp{}, fmt.Errorf("encode bundle: %w", err)
+		return awsx.WriteOp{}, fmt.Errorf("encode bundle: %w", err)
 	}
 	first := writes[0]
 	value := saver.Typed{Type: bundleType, Data: data}
@@ -91,9 +92,9 @@ func (s *Store) bundle(ctx context.Context, ref saver.CheckpointRef, writes []sa
 		it[attrExpiresAt] = attrN(exp)
 	}
 	if err := s.offload(ctx, ref.Tenant, ref.ThreadID, it, attrValue, value, exp); err != nil {
-		return writeOp{}, fmt.Errorf("bundle of %d writes: %w", len(entries), err)
+		return awsx.WriteOp{}, fmt.Errorf("bundle of %d writes: %w", len(entries), err)
 	}
-	return writeOp{item: it, cond: absentOrExpired(s.Now())}, nil
+	return awsx.WriteOp{Item: it, Cond: absentOrExpired(s.Now())}, nil
 }
 
 // writeID is a write's identity: a task's writes of one idx are the same

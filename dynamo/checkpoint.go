@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/saver-dev/saver"
+	"github.com/saver-dev/saver/internal/awsx"
 )
 
 // PutCheckpoint writes the checkpoint's new blobs (insert-if-absent), the
@@ -30,8 +31,8 @@ func (s *Store) PutCheckpoint(ctx context.Context, in saver.PutCheckpoint) error
 		return fmt.Errorf("dynamo: put checkpoint %s: %w", in.ID, err)
 	}
 	for round := 1; ; round++ {
-		err := s.transact(ctx, p.ops())
-		var cf *condFailed
+		err := s.table.Transact(ctx, p.ops())
+		var cf *awsx.CondFailed
 		if !errors.As(err, &cf) {
 			if err != nil {
 				return fmt.Errorf("dynamo: put checkpoint %s: %w", in.ID, err)
@@ -43,7 +44,7 @@ func (s *Store) PutCheckpoint(ctx context.Context, in saver.PutCheckpoint) error
 			return fmt.Errorf("dynamo: put checkpoint %s: %w: %w", in.ID,
 				saver.Errorf(saver.EUNAVAILABLE, "The checkpoint's blobs kept changing under the put; retry."), err)
 		}
-		if err := p.revise(ctx, cf.items); err != nil {
+		if err := p.revise(ctx, cf.Items); err != nil {
 			return fmt.Errorf("dynamo: put checkpoint %s: %w", in.ID, err)
 		}
 	}
@@ -89,7 +90,7 @@ func (s *Store) getTuple(ctx context.Context, ref saver.CheckpointRef) (*partial
 		in.ExpressionAttributeValues[":sk"] = attrS(checkpointKey(ref.NS, ref.ID))
 		in.Limit = nil
 	}
-	qerr := s.query(ctx, in, func(items []item) bool {
+	qerr := s.table.Query(ctx, in, func(items []item) bool {
 		for _, it := range items {
 			if out, err = w.add(it); err != nil || out != nil {
 				return false

@@ -222,5 +222,8 @@
 // re-sent the same way. When retries run out the store returns
 // EUNAVAILABLE (the API answers 503 with Retry-After); a failed condition is
 // ECONFLICT, an item over DynamoDB's size limit ETOOLARGE, anything else
-// EINTERNAL with the SDK error in the chain.
+// EINTERNAL with the SDK error in the chain. These mechanics, which know
+// nothing of checkpoints (expressions, transactions, batches, paging, the
+// retry policy, error translation, request counting), are in
+// internal/awsx, which s3offload shares.
 package dynamo

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/saver-dev/saver"
+	"github.com/saver-dev/saver/internal/awsx"
 )
 
 var _ saver.Expirer = (*Store)(nil)
@@ -39,20 +40,20 @@ func (s *Store) setExpiry(ctx context.Context, ref saver.CheckpointRef, exp int6
 	cpKey := item{attrPK: attrS(pk), attrSK: attrS(checkpointKey(ref.NS, ref.ID))}
 	notFound := saver.Errorf(saver.ENOTFOUND, "Checkpoint %s not found.", ref.ID)
 
-	proj := newExpr("p")
-	proj.text = strings.Join([]string{
-		proj.name(attrPK), proj.name(attrSK), proj.name(attrKind), proj.name(attrExpiresAt), proj.name(attrVersions),
-		proj.path(attrBody, payloadRef), proj.path(attrValue, payloadRef),
+	proj := awsx.NewExpr("p")
+	proj.Text = strings.Join([]string{
+		proj.Name(attrPK), proj.Name(attrSK), proj.Name(attrKind), proj.Name(attrExpiresAt), proj.Name(attrVersions),
+		proj.Path(attrBody, payloadRef), proj.Path(attrValue, payloadRef),
 	}, ", ")
 	var (
 		cp    item
 		items []item // the writes, then the blobs
 	)
-	err := s.query(ctx, &dynamodb.QueryInput{
+	err := s.table.Query(ctx, &dynamodb.QueryInput{
 		KeyConditionExpression:    ptr("PK = :pk AND begins_with(SK, :sk)"),
 		ExpressionAttributeValues: item{":pk": cpKey[attrPK], ":sk": cpKey[attrSK]},
-		ExpressionAttributeNames:  proj.names,
-		ProjectionExpression:      &proj.text,
+		ExpressionAttributeNames:  proj.Names,
+		ProjectionExpression:      &proj.Text,
 	}, func(page []item) bool {
 		for _, it := range page {
 			switch getS(it, attrKind) {
@@ -72,18 +73,18 @@ func (s *Store) setExpiry(ctx context.Context, ref saver.CheckpointRef, exp int6
 	}
 	var keys []item
 	lkey := lifetimesKey(pk, ref.NS)
-	bproj := newExpr("p")
-	fields := []string{bproj.name(attrPK), bproj.name(attrSK), bproj.name(attrExpiresAt), bproj.name(attrChannel), bproj.name(attrVersion), bproj.path(attrValue, payloadRef), bproj.name(attrChain)}
+	bproj := awsx.NewExpr("p")
+	fields := []string{bproj.Name(attrPK), bproj.Name(attrSK), bproj.Name(attrExpiresAt), bproj.Name(attrChannel), bproj.Name(attrVersion), bproj.Path(attrValue, payloadRef), bproj.Name(attrChain)}
 	if m, ok := cp[attrVersions].(*types.AttributeValueMemberM); ok {
 		for ch, v := range m.Value {
 			if v, ok := v.(*types.AttributeValueMemberS); ok {
 				keys = append(keys, item{attrPK: attrS(pk), attrSK: attrS(blobKey(ref.NS, ch, v.Value))})
-				fields = append(fields, bproj.name(entryPrefix+ch))
+				fields = append(fields, bproj.Name(entryPrefix+ch))
 			}
 		}
 	}
-	bproj.text = strings.Join(fields, ", ")
-	found, err := s.batchGet(ctx, append(keys, lkey), bproj)
+	bproj.Text = strings.Join(fields, ", ")
+	found, err := s.table.BatchGet(ctx, append(keys, lkey), bproj)
 	if err != nil {
 		return err
 	}
@@ -140,30 +141,30 @@ func (s *Store) setExpiry(ctx context.Context, ref saver.CheckpointRef, exp int6
 			return err
 		}
 	}
-	c := newExpr("c")
-	c.text = fmt.Sprintf("attribute_exists(%s) AND (attribute_not_exists(%s) OR %s > %s)",
-		c.name(attrPK), c.name(attrExpiresAt), c.name(attrExpiresAt), c.value(attrN(now.Unix())))
-	cpOp := writeOp{item: cpKey, set: expirySet(exp), cond: c}
+	c := awsx.NewExpr("c")
+	c.Text = fmt.Sprintf("attribute_exists(%s) AND (attribute_not_exists(%s) OR %s > %s)",
+		c.Name(attrPK), c.Name(attrExpiresAt), c.Name(attrExpiresAt), c.Value(attrN(now.Unix())))
+	cpOp := awsx.WriteOp{Item: cpKey, Set: expirySet(exp), Cond: c}
 	// The entries of the blobs extended say so, where the lifetimes item
 	// has them at the same version (or not at all), so that the next puts
 	// need not find out. Built each round: only blobs still extended get
 	// one, so that no entry vouches for a blob that turned out gone.
 	keepLifetimes := true
-	lifetimesOp := func(sks []string) *writeOp {
-		u := newExpr("u")
+	lifetimesOp := func(sks []string) *awsx.WriteOp {
+		u := awsx.NewExpr("u")
 		var sets []string
 		for _, sk := range sks {
 			if e, ok := entries[sk]; ok {
-				sets = append(sets, u.name(entryPrefix+e.channel)+" = "+u.value(entryValue(e, exp)))
+				sets = append(sets, u.Name(entryPrefix+e.channel)+" = "+u.Value(entryValue(e, exp)))
 			}
 		}
 		if !keepLifetimes || len(sets) == 0 {
 			return nil
 		}
-		lc := newExpr("l")
-		lc.text = "attribute_exists(" + lc.name(attrPK) + ")"
-		u.text = "SET " + strings.Join(sets, ", ")
-		return &writeOp{item: lkey, set: u, cond: lc}
+		lc := awsx.NewExpr("l")
+		lc.Text = "attribute_exists(" + lc.Name(attrPK) + ")"
+		u.Text = "SET " + strings.Join(sets, ", ")
+		return &awsx.WriteOp{Item: lkey, Set: u, Cond: lc}
 	}
 
 	for round := 1; ; round++ {
@@ -172,28 +173,28 @@ func (s *Store) setExpiry(ctx context.Context, ref saver.CheckpointRef, exp int6
 			sks = append(sks, sk)
 		}
 		slices.Sort(sks)
-		var ops []writeOp
+		var ops []awsx.WriteOp
 		if op := lifetimesOp(sks); op != nil {
 			ops = append(ops, *op)
 		}
 		first := len(ops) // index of the first extension
 		for _, sk := range sks {
 			if whole := wholes[sk]; whole != nil {
-				ops = append(ops, writeOp{item: whole, cond: expiresAt(plan[sk])})
+				ops = append(ops, awsx.WriteOp{Item: whole, Cond: expiresAt(plan[sk])})
 				continue
 			}
 			ops = append(ops, extendOp(extKeys[sk], plan[sk], exp))
 		}
 		ops = append(ops, cpOp)
-		err := s.transact(ctx, ops)
-		var cf *condFailed
+		err := s.table.Transact(ctx, ops)
+		var cf *awsx.CondFailed
 		if !errors.As(err, &cf) {
 			return err
 		}
 		if round == maxPutRounds {
 			return fmt.Errorf("%w: %w", saver.Errorf(saver.EUNAVAILABLE, "The checkpoint's items kept changing; retry."), err)
 		}
-		for i, old := range cf.items {
+		for i, old := range cf.Items {
 			switch {
 			case i == len(ops)-1:
 				return notFound

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/saver-dev/saver"
+	"github.com/saver-dev/saver/internal/awsx"
 )
 
 // Conditional puts (saver.PutCheckpoint.ExpectHead). A namespace's head is
@@ -94,21 +95,21 @@ func headName(id string) string {
 }
 
 // cond returns the condition on the token, with c's placeholders.
-func (g *headGuard) cond(c *expr) string {
-	nonce := c.path(attrHead, headNonce) + " = "
+func (g *headGuard) cond(c *awsx.Expr) string {
+	nonce := c.Path(attrHead, headNonce) + " = "
 	var alts []string
 	switch {
 	case !g.reread:
-		alts = append(alts, "attribute_not_exists("+c.name(attrHead)+")")
+		alts = append(alts, "attribute_not_exists("+c.Name(attrHead)+")")
 		if g.expect != "" {
-			alts = append(alts, c.path(attrHead, headID)+" = "+c.value(attrS(g.expect)))
+			alts = append(alts, c.Path(attrHead, headID)+" = "+c.Value(attrS(g.expect)))
 		}
 	case g.seen == "":
-		alts = append(alts, "attribute_not_exists("+c.name(attrHead)+")")
+		alts = append(alts, "attribute_not_exists("+c.Name(attrHead)+")")
 	default:
-		alts = append(alts, nonce+c.value(attrS(g.seen)))
+		alts = append(alts, nonce+c.Value(attrS(g.seen)))
 	}
-	alts = append(alts, nonce+c.value(attrS(g.nonce)))
+	alts = append(alts, nonce+c.Value(attrS(g.nonce)))
 	return "(" + strings.Join(alts, " OR ") + ")"
 }
 
@@ -153,18 +154,18 @@ func (g *headGuard) revise(ctx context.Context, s *Store, old item) error {
 // of the namespace, projected on what tells checkpoints from writes and the
 // live from the expired.
 func (s *Store) head(ctx context.Context, pk, ns string) (string, error) {
-	p := newExpr("p")
-	p.text = strings.Join([]string{p.name(attrKind), p.name(attrID), p.name(attrExpiresAt)}, ", ")
+	p := awsx.NewExpr("p")
+	p.Text = strings.Join([]string{p.Name(attrKind), p.Name(attrID), p.Name(attrExpiresAt)}, ", ")
 	in := &dynamodb.QueryInput{
 		KeyConditionExpression:    ptr("PK = :pk AND begins_with(SK, :sk)"),
 		ExpressionAttributeValues: item{":pk": attrS(pk), ":sk": attrS(nsPrefix(ns))},
-		ExpressionAttributeNames:  p.names,
-		ProjectionExpression:      &p.text,
+		ExpressionAttributeNames:  p.Names,
+		ProjectionExpression:      &p.Text,
 		ScanIndexForward:          ptr(false),
 		Limit:                     ptr(s.FirstPage),
 	}
 	head := ""
-	err := s.query(ctx, in, func(items []item) bool {
+	err := s.table.Query(ctx, in, func(items []item) bool {
 		for _, it := range items {
 			if getS(it, attrKind) == itemCheckpoint && !s.expired(getN(it, attrExpiresAt)) {
 				head = getS(it, attrID)

@@ -11,6 +11,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/saver-dev/saver"
+	"github.com/saver-dev/saver/internal/awsx"
 )
 
 // Attribute names. Items carry their fields as attributes rather than only in
@@ -58,7 +59,7 @@ const (
 // MaxItemBytes is DynamoDB's item size limit (400 KiB, attribute names included).
 const MaxItemBytes = 400 << 10
 
-type item = map[string]types.AttributeValue
+type item = awsx.Item
 
 func attrS(s string) *types.AttributeValueMemberS { return &types.AttributeValueMemberS{Value: s} }
 func attrN(n int64) *types.AttributeValueMemberN {
@@ -101,7 +102,7 @@ func refAttr(typ, ref string) types.AttributeValue {
 // the item would be too large with it inline. Without an Offloader an item
 // over DynamoDB's limit is refused here, before anything is written.
 func (s *Store) offload(ctx context.Context, tenant, threadID string, it item, name string, v saver.Typed, exp int64) error {
-	size := itemSize(it)
+	size := awsx.ItemSize(it)
 	if s.Offload != nil {
 		ref, err := s.Offload.Offload(ctx, tenant, threadID, v.Data, size, exp)
 		if err != nil {
@@ -109,7 +110,7 @@ func (s *Store) offload(ctx context.Context, tenant, threadID string, it item, n
 		}
 		if ref != "" {
 			it[name] = refAttr(v.Type, ref)
-			size = itemSize(it)
+			size = awsx.ItemSize(it)
 		}
 	}
 	if size > MaxItemBytes {
@@ -387,38 +388,4 @@ func refs(it item) []string {
 		}
 	}
 	return out
-}
-
-// itemSize estimates an item's size as DynamoDB counts it against its limit:
-// attribute names plus values, with a few bytes of overhead per map entry.
-func itemSize(it item) int {
-	n := 0
-	for name, v := range it {
-		n += len(name) + valueSize(v)
-	}
-	return n
-}
-
-func valueSize(v types.AttributeValue) int {
-	switch v := v.(type) {
-	case *types.AttributeValueMemberS:
-		return len(v.Value)
-	case *types.AttributeValueMemberB:
-		return len(v.Value)
-	case *types.AttributeValueMemberN:
-		return len(v.Value)/2 + 2
-	case *types.AttributeValueMemberM:
-		n := 3
-		for k, e := range v.Value {
-			n += len(k) + valueSize(e) + 1
-		}
-		return n
-	case *types.AttributeValueMemberL:
-		n := 3
-		for _, e := range v.Value {
-			n += valueSize(e) + 1
-		}
-		return n
-	}
-	return 1
 }

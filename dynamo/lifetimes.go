@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/saver-dev/saver"
+	"github.com/saver-dev/saver/internal/awsx"
 )
 
 // Blob lifetimes. Blobs are shared: a put brings the blobs of the channels
@@ -154,14 +155,14 @@ type putPlan struct {
 	s       *Store
 	exp     int64 // the checkpoint's
 	now     time.Time
-	blobExp int64     // the blobs brought
-	lkey    item      // the namespace's lifetimes item
-	blobs   []writeOp // the blobs brought
-	brought []blobRef // their channels and versions
-	dropped []bool    // blobs found stored and live: refs now
+	blobExp int64          // the blobs brought
+	lkey    item           // the namespace's lifetimes item
+	blobs   []awsx.WriteOp // the blobs brought
+	brought []blobRef      // their channels and versions
+	dropped []bool         // blobs found stored and live: refs now
 	refs    []blobRef
 	patched []*patchedBlob // blobs brought as patches (see patched.go)
-	cp      writeOp
+	cp      awsx.WriteOp
 	roles   []opRole   // of the ops of the last request
 	guard   *headGuard // of a put with ExpectHead (see head.go)
 	in      *saver.PutCheckpoint
@@ -200,7 +201,7 @@ func (s *Store) planPut(ctx context.Context, in *saver.PutCheckpoint) (*putPlan,
 			}
 		}
 		p.patched = append(p.patched, patched)
-		p.blobs = append(p.blobs, writeOp{item: it, cond: absentOrExpired(p.now)})
+		p.blobs = append(p.blobs, awsx.WriteOp{Item: it, Cond: absentOrExpired(p.now)})
 		p.brought = append(p.brought, blobRef{key: keyOf(it), channel: b.Channel, version: b.Version, ref: valueRef(it),
 			patched: patched != nil, hash: hash})
 		brought[[2]string{b.Channel, b.Version}] = true
@@ -229,16 +230,16 @@ func (s *Store) planPut(ctx context.Context, in *saver.PutCheckpoint) (*putPlan,
 	if known := p.knownAttr(); known != nil {
 		it[attrKnown] = known
 	}
-	p.cp = writeOp{item: it}
+	p.cp = awsx.WriteOp{Item: it}
 	return p, nil
 }
 
 // ops returns the ops of the plan's next request, in order: the lifetimes
 // item and extensions first, then the new blobs, the checkpoint last.
-func (p *putPlan) ops() []writeOp {
+func (p *putPlan) ops() []awsx.WriteOp {
 	p.roles = p.roles[:0]
-	var ops []writeOp
-	add := func(op writeOp, r opRole) {
+	var ops []awsx.WriteOp
+	add := func(op awsx.WriteOp, r opRole) {
 		ops = append(ops, op)
 		p.roles = append(p.roles, r)
 	}
@@ -247,7 +248,7 @@ func (p *putPlan) ops() []writeOp {
 	for i, r := range p.refs {
 		switch {
 		case r.act == refExtend && r.whole != nil:
-			add(writeOp{item: r.whole, cond: expiresAt(r.from)}, opRole{roleRef, i})
+			add(awsx.WriteOp{Item: r.whole, Cond: expiresAt(r.from)}, opRole{roleRef, i})
 		case r.act == refExtend:
 			add(extendOp(r.key, r.from, r.to), opRole{roleRef, i})
 		}
@@ -261,7 +262,7 @@ func (p *putPlan) ops() []writeOp {
 	// A lifetimes item that checks nothing only records entries: when that
 	// would take a request more (a put of 99 new blobs), the entries are
 	// left out, and the first put that references those blobs reads them.
-	if !checks && len(chunkOps(ops, maxTransactItems, maxTransactBytes)) > len(chunkOps(ops[1:], maxTransactItems, maxTransactBytes)) {
+	if !checks && len(awsx.Chunks(ops)) > len(awsx.Chunks(ops[1:])) {
 		ops, p.roles = ops[1:], p.roles[1:]
 	}
 	if len(ops) == 2 && !checks && len(p.blobs) == 0 && len(p.refs) == 0 {
@@ -275,21 +276,21 @@ func (p *putPlan) ops() []writeOp {
 // conditioned on the entries that vouch for the blobs it references, and
 // whether there is any such condition. A conditional put sets the head
 // token too, conditioned on it (see head.go).
-func (p *putPlan) lifetimesOp() (writeOp, bool) {
-	c, u := newExpr("c"), newExpr("u")
+func (p *putPlan) lifetimesOp() (awsx.WriteOp, bool) {
+	c, u := awsx.NewExpr("c"), awsx.NewExpr("u")
 	var conds []string
 	for _, r := range p.refs {
 		if r.act != refVouched {
 			continue
 		}
-		e := c.path(entryPrefix+r.channel, entryExpiresAt)
-		cond := c.path(entryPrefix+r.channel, entryVersion) + " = " + c.value(attrS(r.version)) + " AND (" + e + " = " + c.value(attrN(0))
+		e := c.Path(entryPrefix+r.channel, entryExpiresAt)
+		cond := c.Path(entryPrefix+r.channel, entryVersion) + " = " + c.Value(attrS(r.version)) + " AND (" + e + " = " + c.Value(attrN(0))
 		if p.exp != 0 {
-			cond += " OR " + e + " >= " + c.value(attrN(p.exp))
+			cond += " OR " + e + " >= " + c.Value(attrN(p.exp))
 		}
 		cond = "(" + cond + "))"
 		if r.known != nil {
-			cond += " AND " + c.path(entryPrefix+r.channel, entryHash) + " = " + c.value(attrS(r.known.hash))
+			cond += " AND " + c.Path(entryPrefix+r.channel, entryHash) + " = " + c.Value(attrS(r.known.hash))
 		}
 		conds = append(conds, cond)
 	}
@@ -327,49 +328,49 @@ func (p *putPlan) lifetimesOp() (writeOp, bool) {
 			set(r, r.from)
 		}
 	}
-	sets := []string{u.name(attrKind) + " = " + u.value(attrS(itemLifetimes))}
+	sets := []string{u.Name(attrKind) + " = " + u.Value(attrS(itemLifetimes))}
 	if p.guard != nil {
-		sets = append(sets, u.name(attrHead)+" = "+u.value(p.guard.token()))
+		sets = append(sets, u.Name(attrHead)+" = "+u.Value(p.guard.token()))
 	}
 	for _, ch := range channels {
-		sets = append(sets, u.name(entryPrefix+ch)+" = "+u.value(entries[ch]))
+		sets = append(sets, u.Name(entryPrefix+ch)+" = "+u.Value(entries[ch]))
 	}
 	// The item lives as long as the blobs it brings, or forever. Its own
 	// expiry protects nothing: once it is gone, puts read their blobs.
-	u.text = "SET " + strings.Join(sets, ", ")
+	u.Text = "SET " + strings.Join(sets, ", ")
 	if p.exp == 0 {
-		u.text += " REMOVE " + u.name(attrExpiresAt)
+		u.Text += " REMOVE " + u.Name(attrExpiresAt)
 	} else {
-		u.text += ", " + u.name(attrExpiresAt) + " = " + u.value(attrN(p.blobExp))
+		u.Text += ", " + u.Name(attrExpiresAt) + " = " + u.Value(attrN(p.blobExp))
 	}
-	op := writeOp{item: p.lkey, set: u}
+	op := awsx.WriteOp{Item: p.lkey, Set: u}
 	if len(conds) > 0 {
-		c.text = strings.Join(conds, " AND ")
-		op.cond = c
+		c.Text = strings.Join(conds, " AND ")
+		op.Cond = c
 	}
 	return op, len(conds) > 0
 }
 
 // extendOp extends an item's expiry from one value to another (0: never),
 // if it still has the first: a racing extension is never undone.
-func extendOp(key item, from, to int64) writeOp {
-	return writeOp{item: key, set: expirySet(to), cond: expiresAt(from)}
+func extendOp(key item, from, to int64) awsx.WriteOp {
+	return awsx.WriteOp{Item: key, Set: expirySet(to), Cond: expiresAt(from)}
 }
 
 // expiresAt is the condition that an item expires at exp.
-func expiresAt(exp int64) *expr {
-	c := newExpr("c")
-	c.text = c.name(attrExpiresAt) + " = " + c.value(attrN(exp))
+func expiresAt(exp int64) *awsx.Expr {
+	c := awsx.NewExpr("c")
+	c.Text = c.Name(attrExpiresAt) + " = " + c.Value(attrN(exp))
 	return c
 }
 
 // expirySet returns the update that sets an item's expiry (0: never).
-func expirySet(exp int64) *expr {
-	u := newExpr("u")
+func expirySet(exp int64) *awsx.Expr {
+	u := awsx.NewExpr("u")
 	if exp == 0 {
-		u.text = "REMOVE " + u.name(attrExpiresAt)
+		u.Text = "REMOVE " + u.Name(attrExpiresAt)
 	} else {
-		u.text = "SET " + u.name(attrExpiresAt) + " = " + u.value(attrN(exp))
+		u.Text = "SET " + u.Name(attrExpiresAt) + " = " + u.Value(attrN(exp))
 	}
 	return u
 }
@@ -402,7 +403,7 @@ func (p *putPlan) revise(ctx context.Context, failed map[int]item) error {
 			// Stored and live: insert-if-absent leaves its value, and the
 			// put handles it as a blob it references.
 			p.dropped[r.i] = true
-			forget(p.cp.item, p.brought[r.i].channel)
+			forget(p.cp.Item, p.brought[r.i].channel)
 			p.refs = append(p.refs, p.brought[r.i])
 			if err := p.reviseRef(ctx, &p.refs[len(p.refs)-1], old); err != nil {
 				return err
@@ -418,7 +419,7 @@ func (p *putPlan) revise(ctx context.Context, failed map[int]item) error {
 	for i := range p.refs {
 		if r := &p.refs[i]; r.known != nil && r.act != refVouched {
 			r.known = nil
-			forget(p.cp.item, r.channel)
+			forget(p.cp.Item, r.channel)
 		}
 	}
 	return nil
@@ -445,7 +446,7 @@ func (p *putPlan) reviseLifetimes(ctx context.Context, old item) error {
 				p.s.unremember(getS(p.lkey, attrPK), p.in.NS, r.channel, r.version)
 			}
 			r.known = nil
-			forget(p.cp.item, r.channel)
+			forget(p.cp.Item, r.channel)
 		}
 		switch {
 		case !live || !ok || e.version != r.version || (e.from != 0 && p.s.expired(e.from)):
@@ -480,9 +481,9 @@ func (p *putPlan) readUnknown(ctx context.Context) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	proj := newExpr("p")
-	proj.text = strings.Join([]string{proj.name(attrPK), proj.name(attrSK), proj.name(attrExpiresAt), proj.path(attrValue, payloadRef), proj.name(attrChain)}, ", ")
-	found, err := p.s.batchGet(ctx, keys, proj)
+	proj := awsx.NewExpr("p")
+	proj.Text = strings.Join([]string{proj.Name(attrPK), proj.Name(attrSK), proj.Name(attrExpiresAt), proj.Path(attrValue, payloadRef), proj.Name(attrChain)}, ", ")
+	found, err := p.s.table.BatchGet(ctx, keys, proj)
 	if err != nil {
 		return err
 	}

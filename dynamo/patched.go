@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/saver-dev/saver"
+	"github.com/saver-dev/saver/internal/awsx"
 )
 
 // Patched blobs (see delta.go for the patches). A put that brings a new
@@ -161,14 +162,14 @@ func (p *putPlan) unpatch(ctx context.Context, ref saver.CheckpointRef, blobs []
 		if err != nil {
 			return fmt.Errorf("blob %s: %w", blobs[i].Channel, err)
 		}
-		p.blobs[i] = writeOp{item: it, cond: absentOrExpired(p.now)}
+		p.blobs[i] = awsx.WriteOp{Item: it, Cond: absentOrExpired(p.now)}
 		p.brought[i].ref, p.brought[i].patched = valueRef(it), false
 		p.patched[i] = nil
 		// The checkpoint no longer needs that chain read.
-		if hint, ok := p.cp.item[attrChains].(*types.AttributeValueMemberM); ok {
+		if hint, ok := p.cp.Item[attrChains].(*types.AttributeValueMemberM); ok {
 			delete(hint.Value, blobs[i].Channel)
 			if len(hint.Value) == 0 {
-				delete(p.cp.item, attrChains)
+				delete(p.cp.Item, attrChains)
 			}
 		}
 	}
@@ -177,16 +178,16 @@ func (p *putPlan) unpatch(ctx context.Context, ref saver.CheckpointRef, blobs []
 
 // patchConds returns the conditions of the plan's patches on the lifetimes
 // item: each channel's entry names the patch's base and never expires.
-func (p *putPlan) patchConds(c *expr) []string {
+func (p *putPlan) patchConds(c *awsx.Expr) []string {
 	var conds []string
 	for i, d := range p.patched {
 		if d == nil || p.dropped[i] {
 			continue
 		}
 		ch := p.brought[i].channel
-		conds = append(conds, "("+c.path(entryPrefix+ch, entryVersion)+" = "+c.value(attrS(d.base))+
-			" AND "+c.path(entryPrefix+ch, entryExpiresAt)+" = "+c.value(attrN(d.exp))+
-			" AND "+c.path(entryPrefix+ch, entryHash)+" = "+c.value(attrS(d.baseHash))+")")
+		conds = append(conds, "("+c.Path(entryPrefix+ch, entryVersion)+" = "+c.Value(attrS(d.base))+
+			" AND "+c.Path(entryPrefix+ch, entryExpiresAt)+" = "+c.Value(attrN(d.exp))+
+			" AND "+c.Path(entryPrefix+ch, entryHash)+" = "+c.Value(attrS(d.baseHash))+")")
 	}
 	return conds
 }

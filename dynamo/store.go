@@ -9,18 +9,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/saver-dev/saver"
+	"github.com/saver-dev/saver/internal/awsx"
 )
 
-// DynamoAPI is the part of the DynamoDB client the store uses.
-// *dynamodb.Client implements it.
+// DynamoAPI is the part of the DynamoDB client the store uses: the table's
+// requests (awsx.DB) and its setup. *dynamodb.Client implements it.
 type DynamoAPI interface {
-	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
-	Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
-	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
-	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
-	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
-	BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error)
-	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
+	awsx.DB
 	DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
 	CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error)
 	DescribeTimeToLive(ctx context.Context, in *dynamodb.DescribeTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTimeToLiveOutput, error)
@@ -71,18 +66,15 @@ type Store struct {
 	FirstPage int32
 
 	db     DynamoAPI
-	table  string
+	table  *awsx.Table
 	recent *recent // values to patch on (patched.go); nil: no patches
-	// pause waits before re-sending unprocessed batch items (backoff; tests
-	// make it instant).
-	pause func(ctx context.Context, try int) error
 }
 
 var _ saver.Store = (*Store)(nil)
 
 // NewStore returns a store on table, which must exist (see CreateTable).
 func NewStore(db DynamoAPI, table string) *Store {
-	return &Store{Now: time.Now, FirstPage: 8, db: db, table: table, pause: backoff, recent: newRecent(DefaultRecentBytes)}
+	return &Store{Now: time.Now, FirstPage: 8, db: db, table: awsx.NewTable(db, table), recent: newRecent(DefaultRecentBytes)}
 }
 
 // RememberValues sets the bytes of recent channel values the store keeps to
@@ -97,16 +89,16 @@ func (s *Store) RememberValues(bytes int) {
 }
 
 // Table returns the name of the store's table.
-func (s *Store) Table() string { return s.table }
+func (s *Store) Table() string { return s.table.Name }
 
 // Ping checks that the table answers and is ready: the readiness probe.
 func (s *Store) Ping(ctx context.Context) error {
-	out, err := s.db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: &s.table})
+	out, err := s.db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: &s.table.Name})
 	if err != nil {
-		return fmt.Errorf("dynamo: ping %s: %w", s.table, translate(err))
+		return fmt.Errorf("dynamo: ping %s: %w", s.table.Name, awsx.DynamoError(err))
 	}
 	if st := out.Table.TableStatus; st != types.TableStatusActive && st != types.TableStatusUpdating {
-		return fmt.Errorf("dynamo: ping %s: %w", s.table, saver.Errorf(saver.EUNAVAILABLE, "Table %s is %s.", s.table, st))
+		return fmt.Errorf("dynamo: ping %s: %w", s.table.Name, saver.Errorf(saver.EUNAVAILABLE, "Table %s is %s.", s.table.Name, st))
 	}
 	return nil
 }

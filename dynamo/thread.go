@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/saver-dev/saver"
+	"github.com/saver-dev/saver/internal/awsx"
 )
 
 // threadItems reads every item of a thread: one Query per 1 MB page.
@@ -26,7 +27,7 @@ func (s *Store) partitionItems(ctx context.Context, pk string, projection ...str
 	}
 	project(&in.ProjectionExpression, &in.ExpressionAttributeNames, projection)
 	var out []item
-	err := s.query(ctx, in, func(items []item) bool {
+	err := s.table.Query(ctx, in, func(items []item) bool {
 		out = append(out, items...)
 		return true
 	})
@@ -63,7 +64,7 @@ func (s *Store) deleteItems(ctx context.Context, items []item) error {
 	for i, it := range items {
 		reqs[i] = types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: item{attrPK: it[attrPK], attrSK: it[attrSK]}}}
 	}
-	return s.batchWrite(ctx, reqs)
+	return s.table.BatchWrite(ctx, reqs)
 }
 
 // DeleteThread deletes every item of the thread, then its offloaded
@@ -103,7 +104,7 @@ func (s *Store) DeleteForRuns(ctx context.Context, tenant string, runIDs []strin
 		ProjectionExpression:      ptr("#pk, #ns, #id, #r"),
 	}
 	var found []item
-	err := s.scan(ctx, in, func(items []item) bool {
+	err := s.table.Scan(ctx, in, func(items []item) bool {
 		for _, it := range items {
 			if runs[getS(it, attrRunID)] {
 				found = append(found, it)
@@ -127,7 +128,7 @@ func (s *Store) DeleteForRuns(ctx context.Context, tenant string, runIDs []strin
 			},
 		}
 		project(&q.ProjectionExpression, &q.ExpressionAttributeNames, keyAttrs)
-		err = s.query(ctx, q, func(page []item) bool {
+		err = s.table.Query(ctx, q, func(page []item) bool {
 			items = append(items, page...)
 			return true
 		})
@@ -185,7 +186,7 @@ func (s *Store) copyThread(ctx context.Context, tenant, src, dst string) error {
 		}
 		reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: c}})
 	}
-	return s.batchWrite(ctx, reqs)
+	return s.table.BatchWrite(ctx, reqs)
 }
 
 // Prune deletes the threads (PruneDelete) or, for PruneKeepLatest, reads
@@ -304,14 +305,14 @@ func (s *Store) keepLatest(ctx context.Context, tenant, threadID string) error {
 // those items, so nothing reads the object again). One Query per 1 MB page,
 // projected on the references and expiries.
 func (s *Store) OffloadRefs(ctx context.Context, tenant, threadID string) ([]string, error) {
-	e := newExpr("p")
-	e.text = strings.Join([]string{e.path(attrBody, payloadRef), e.path(attrValue, payloadRef), e.name(attrExpiresAt)}, ", ")
+	e := awsx.NewExpr("p")
+	e.Text = strings.Join([]string{e.Path(attrBody, payloadRef), e.Path(attrValue, payloadRef), e.Name(attrExpiresAt)}, ", ")
 	var out []string
-	err := s.query(ctx, &dynamodb.QueryInput{
+	err := s.table.Query(ctx, &dynamodb.QueryInput{
 		KeyConditionExpression:    ptr("PK = :pk"),
 		ExpressionAttributeValues: item{":pk": attrS(partitionKey(tenant, threadID))},
-		ExpressionAttributeNames:  e.names,
-		ProjectionExpression:      &e.text,
+		ExpressionAttributeNames:  e.Names,
+		ProjectionExpression:      &e.Text,
 	}, func(items []item) bool {
 		for _, it := range items {
 			if !s.expired(getN(it, attrExpiresAt)) {

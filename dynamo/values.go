@@ -64,7 +64,7 @@ func (r *blobReader) read(ctx context.Context) error {
 		if round == 2 {
 			return fmt.Errorf("blob chains still incomplete after two reads")
 		}
-		found, err := r.s.batchGet(ctx, r.keys)
+		found, err := r.s.table.BatchGet(ctx, r.keys)
 		if err != nil {
 			return err
 		}

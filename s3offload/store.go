@@ -25,6 +25,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/saver-dev/saver/internal/awsx"
 )
 
 // S3API is the part of the S3 client the store uses. *s3.Client implements it.
@@ -73,7 +75,7 @@ func (s *Store) Bucket() string { return s.bucket }
 // Ping checks that the bucket answers: the readiness probe.
 func (s *Store) Ping(ctx context.Context) error {
 	if _, err := s.s3.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: &s.bucket}); err != nil {
-		return fmt.Errorf("s3offload: ping %s: %w", s.bucket, translate(err))
+		return fmt.Errorf("s3offload: ping %s: %w", s.bucket, awsx.S3Error(err))
 	}
 	return nil
 }
@@ -99,7 +101,7 @@ func (s *Store) Offload(ctx context.Context, tenant, threadID string, data []byt
 		in.Tagging = &tags
 	}
 	if _, err := s.s3.PutObject(ctx, in); err != nil {
-		return "", fmt.Errorf("s3offload: put %s: %w", key, translate(err))
+		return "", fmt.Errorf("s3offload: put %s: %w", key, awsx.S3Error(err))
 	}
 	return key, nil
 }
@@ -114,12 +116,12 @@ func (s *Store) Load(ctx context.Context, ref string) ([]byte, error) {
 	}
 	out, err := s.s3.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: &ref})
 	if err != nil {
-		return nil, fmt.Errorf("s3offload: load %s: %w", ref, translate(err))
+		return nil, fmt.Errorf("s3offload: load %s: %w", ref, awsx.S3Error(err))
 	}
 	defer out.Body.Close()
 	data, err := io.ReadAll(out.Body)
 	if err != nil {
-		return nil, fmt.Errorf("s3offload: load %s: %w", ref, translate(err))
+		return nil, fmt.Errorf("s3offload: load %s: %w", ref, awsx.S3Error(err))
 	}
 	if digest(data) != name.sum {
 		return nil, fmt.Errorf("s3offload: load %s: content does not match its hash", ref)
@@ -146,7 +148,7 @@ func (s *Store) Copy(ctx context.Context, ref, tenant, threadID string, expiresA
 		in.Tagging = &tags
 	}
 	if _, err := s.s3.CopyObject(ctx, in); err != nil {
-		return "", fmt.Errorf("s3offload: copy %s to %s: %w", ref, key, translate(err))
+		return "", fmt.Errorf("s3offload: copy %s to %s: %w", ref, key, awsx.S3Error(err))
 	}
 	return key, nil
 }
@@ -165,7 +167,7 @@ func (s *Store) Retag(ctx context.Context, ref string, expiresAt int64) error {
 	}
 	out, err := s.s3.GetObjectTagging(ctx, &s3.GetObjectTaggingInput{Bucket: &s.bucket, Key: &ref})
 	if err != nil {
-		return fmt.Errorf("s3offload: retag %s: %w", ref, translate(err))
+		return fmt.Errorf("s3offload: retag %s: %w", ref, awsx.S3Error(err))
 	}
 	current := int64(0) // untagged: never expires
 	for _, t := range out.TagSet {
@@ -187,7 +189,7 @@ func (s *Store) Retag(ctx context.Context, ref string, expiresAt int64) error {
 		_, err = s.s3.PutObjectTagging(ctx, &s3.PutObjectTaggingInput{Bucket: &s.bucket, Key: &ref, Tagging: &types.Tagging{TagSet: set}})
 	}
 	if err != nil {
-		return fmt.Errorf("s3offload: retag %s: %w", ref, translate(err))
+		return fmt.Errorf("s3offload: retag %s: %w", ref, awsx.S3Error(err))
 	}
 	return nil
 }
@@ -205,7 +207,7 @@ func (s *Store) Delete(ctx context.Context, refs []string) error {
 			Delete: &types.Delete{Objects: ids, Quiet: ptr(true)},
 		})
 		if err != nil {
-			return fmt.Errorf("s3offload: delete %d objects: %w", len(chunk), translate(err))
+			return fmt.Errorf("s3offload: delete %d objects: %w", len(chunk), awsx.S3Error(err))
 		}
 		for _, e := range out.Errors {
 			if deref(e.Code) != "NoSuchKey" {
@@ -237,7 +239,7 @@ func (s *Store) list(ctx context.Context, prefix string, fn func(types.Object)) 
 	for {
 		out, err := s.s3.ListObjectsV2(ctx, in)
 		if err != nil {
-			return fmt.Errorf("list %s: %w", prefix, translate(err))
+			return fmt.Errorf("list %s: %w", prefix, awsx.S3Error(err))
 		}
 		for _, o := range out.Contents {
 			fn(o)

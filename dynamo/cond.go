@@ -1,0 +1,22 @@
+package dynamo
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/saver-dev/saver/internal/awsx"
+)
+
+// absentOrExpired is the condition of an insert-if-absent at now: an item
+// that expired is absent, whether or not DynamoDB has deleted it yet, so the
+// insert replaces it.
+func absentOrExpired(now time.Time) *awsx.Expr {
+	c := awsx.NewExpr("c")
+	c.Text = fmt.Sprintf("attribute_not_exists(%s) OR %s <= %s", c.Name(attrPK), c.Name(attrExpiresAt), c.Value(attrN(now.Unix())))
+	return c
+}
+
+// keyOf returns the primary key of an item.
+func keyOf(it item) item { return item{attrPK: it[attrPK], attrSK: it[attrSK]} }
+
+func ptr[T any](v T) *T { return &v }
