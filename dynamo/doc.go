@@ -58,10 +58,11 @@
 //	            head = {i: checkpoint id, n: nonce}, the token of
 //	            conditional puts (see head.go)
 //
-// A payload is a map {type, data} inline, or {type, ref} when an Offloader
-// (s3offload in production) took the data because the item would have been
-// larger than its threshold (350 KB by default). The offloaded object is
-// always written before the item that points at it.
+// A payload is a map {type, data} inline, or {type, ref} when the item
+// would have been larger than Store.OffloadThreshold (350 KB by default;
+// SAVER_OFFLOAD_BYTES) and an Offloader (s3offload in production) took the
+// data. The offloaded object is always written before the item that points
+// at it.
 //
 // Idempotency keys have a partition each, which no thread's can equal (see
 // ledger.go):

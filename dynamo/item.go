@@ -99,19 +99,18 @@ func refAttr(typ, ref string) types.AttributeValue {
 }
 
 // offload replaces the payload attribute name of it with a reference when
-// the item would be too large with it inline. Without an Offloader an item
-// over DynamoDB's limit is refused here, before anything is written.
+// the item is larger than OffloadThreshold with it inline. Without an
+// Offloader an item over DynamoDB's limit is refused here, before anything
+// is written.
 func (s *Store) offload(ctx context.Context, tenant, threadID string, it item, name string, v saver.Typed, exp int64) error {
 	size := awsx.ItemSize(it)
-	if s.Offload != nil {
-		ref, err := s.Offload.Offload(ctx, tenant, threadID, v.Data, size, exp)
+	if s.Offload != nil && size > s.OffloadThreshold {
+		ref, err := s.Offload.Offload(ctx, tenant, threadID, v.Data, exp)
 		if err != nil {
 			return err
 		}
-		if ref != "" {
-			it[name] = refAttr(v.Type, ref)
-			size = awsx.ItemSize(it)
-		}
+		it[name] = refAttr(v.Type, ref)
+		size = awsx.ItemSize(it)
 	}
 	if size > MaxItemBytes {
 		return saver.Errorf(saver.ETOOLARGE, "An item of %d bytes is over DynamoDB's limit of %d bytes.", size, MaxItemBytes)

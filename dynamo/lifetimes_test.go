@@ -315,7 +315,7 @@ type retagOffloader struct {
 	retags []string
 }
 
-func (o *retagOffloader) Offload(context.Context, string, string, []byte, int, int64) (string, error) {
+func (o *retagOffloader) Offload(context.Context, string, string, []byte, int64) (string, error) {
 	return "", nil
 }
 

@@ -24,15 +24,15 @@ type DynamoAPI interface {
 
 // Offloader keeps payloads that are too large for an item somewhere else and
 // hands back a reference to store in the item instead. s3offload.Store is the
-// production one; cmd/saver wires it in. References are opaque to this
-// package, and offloaders must make Offload idempotent (the same data twice
-// gives a usable reference both times) because puts are retried.
+// production one; cmd/saver wires it in. Which payloads go is the store's
+// decision (OffloadThreshold), made with the item layout; references are
+// opaque to this package, and offloaders must make Offload idempotent (the
+// same data twice gives a usable reference both times) because puts are
+// retried.
 type Offloader interface {
-	// Offload stores data for a thread when an item holding it inline would be
-	// itemSize bytes and that is too large, and returns its reference; it
-	// returns "" when the data should stay in the item. expiresAt is the
-	// item's expiry in epoch seconds, 0 for none.
-	Offload(ctx context.Context, tenant, threadID string, data []byte, itemSize int, expiresAt int64) (ref string, err error)
+	// Offload stores data for a thread and returns its reference.
+	// expiresAt is the item's expiry in epoch seconds, 0 for none.
+	Offload(ctx context.Context, tenant, threadID string, data []byte, expiresAt int64) (ref string, err error)
 	// Load returns the data a reference points to.
 	Load(ctx context.Context, ref string) ([]byte, error)
 	// Copy makes a copy of ref's data for another thread and returns its reference.
@@ -51,9 +51,13 @@ type Offloader interface {
 // saver.HeadGuard on one DynamoDB table. See the package doc for the item
 // layout. Its methods are safe for concurrent use.
 type Store struct {
-	// Offload, when set, takes payloads that would make an item larger than
-	// it allows. Without it such a put fails with ETOOLARGE.
+	// Offload, when set, takes the payloads that would make an item larger
+	// than OffloadThreshold bytes. Without it an item over DynamoDB's limit
+	// fails with ETOOLARGE.
 	Offload Offloader
+	// OffloadThreshold is the item size in bytes above which a payload
+	// goes to Offload. NewStore sets DefaultOffloadThreshold.
+	OffloadThreshold int
 	// Now is the clock of expiry (hiding expired items, extending blobs)
 	// and of the idempotency ledger's leases and records.
 	Now func() time.Time
@@ -72,9 +76,14 @@ type Store struct {
 
 var _ saver.Store = (*Store)(nil)
 
+// DefaultOffloadThreshold is the item size above which payloads are
+// offloaded: 350 KB, a margin under DynamoDB's 400 KB item limit for the
+// item's other fields.
+const DefaultOffloadThreshold = 350 << 10
+
 // NewStore returns a store on table, which must exist (see CreateTable).
 func NewStore(db DynamoAPI, table string) *Store {
-	return &Store{Now: time.Now, FirstPage: 8, db: db, table: awsx.NewTable(db, table), recent: newRecent(DefaultRecentBytes)}
+	return &Store{Now: time.Now, FirstPage: 8, OffloadThreshold: DefaultOffloadThreshold, db: db, table: awsx.NewTable(db, table), recent: newRecent(DefaultRecentBytes)}
 }
 
 // RememberValues sets the bytes of recent channel values the store keeps to

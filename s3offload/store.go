@@ -1,8 +1,10 @@
 // Package s3offload keeps checkpoint payloads too large for a DynamoDB item
 // in S3, and sweeps away the objects no item points to.
 //
-// The dynamo store calls it through its dynamo.Offloader interface (wired in
-// cmd/saver); this package knows nothing of items. Ordering is the caller's
+// The dynamo store decides which payloads come here (by the size of the
+// item that would hold them) and calls it through its dynamo.Offloader
+// interface (wired in cmd/saver); this package stores and sweeps, and knows
+// nothing of items. Ordering is the caller's
 // half of the bargain: the object is written first and the item pointing at
 // it last, so a crash in between leaves at worst an orphan object, which the
 // Sweeper removes, and never an item pointing at nothing.
@@ -42,18 +44,11 @@ type S3API interface {
 	DeleteObjectTagging(ctx context.Context, in *s3.DeleteObjectTaggingInput, optFns ...func(*s3.Options)) (*s3.DeleteObjectTaggingOutput, error)
 }
 
-// DefaultThreshold is the item size above which payloads go to S3: 350 KB,
-// a margin under DynamoDB's 400 KB item limit for the item's other fields.
-const DefaultThreshold = 350 << 10
-
 // maxDeleteObjects is S3's limit of keys per DeleteObjects request.
 const maxDeleteObjects = 1000
 
 // Store writes payloads to one bucket. Its methods are safe for concurrent use.
 type Store struct {
-	// Threshold is the item size in bytes above which a payload is
-	// offloaded. NewStore sets DefaultThreshold.
-	Threshold int
 	// Prefix starts every key, so that a bucket can be shared; "" or a
 	// string ending in "/".
 	Prefix string
@@ -66,7 +61,7 @@ type Store struct {
 
 // NewStore returns a store writing to bucket, which must exist.
 func NewStore(client S3API, bucket string) *Store {
-	return &Store{Threshold: DefaultThreshold, Now: time.Now, s3: client, bucket: bucket}
+	return &Store{Now: time.Now, s3: client, bucket: bucket}
 }
 
 // Bucket returns the store's bucket.
@@ -80,14 +75,10 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Offload writes data to S3 when an item holding it inline would be larger
-// than Threshold, and returns the object's key; "" means keep it inline.
-// Writing the same data again within the hour writes the same key, so a
-// retried put is idempotent.
-func (s *Store) Offload(ctx context.Context, tenant, threadID string, data []byte, itemSize int, expiresAt int64) (string, error) {
-	if itemSize <= s.Threshold {
-		return "", nil
-	}
+// Offload writes data to S3 and returns the object's key. Writing the same
+// data again within the hour writes the same key, so a retried put is
+// idempotent. Which payloads come here is the dynamo store's decision.
+func (s *Store) Offload(ctx context.Context, tenant, threadID string, data []byte, expiresAt int64) (string, error) {
 	now := s.Now()
 	key := s.objectKey(tenant, threadID, digest(data), now)
 	in := &s3.PutObjectInput{
