@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -12,7 +11,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/saver-dev/saver"
-	"github.com/saver-dev/saver/internal/awsx"
 )
 
 // PutCheckpoint writes the checkpoint's new blobs (insert-if-absent), the
@@ -27,27 +25,14 @@ import (
 // head.go).
 func (s *Store) PutCheckpoint(ctx context.Context, in saver.PutCheckpoint) error {
 	p, err := s.planPut(ctx, &in)
+	if err == nil {
+		err = s.send(ctx, p, "The checkpoint's blobs kept changing under the put; retry.")
+	}
 	if err != nil {
 		return fmt.Errorf("dynamo: put checkpoint %s: %w", in.ID, err)
 	}
-	for round := 1; ; round++ {
-		err := s.table.Transact(ctx, p.ops())
-		var cf *awsx.CondFailed
-		if !errors.As(err, &cf) {
-			if err != nil {
-				return fmt.Errorf("dynamo: put checkpoint %s: %w", in.ID, err)
-			}
-			s.remember(partitionKey(in.Tenant, in.ThreadID), &in, p)
-			return nil
-		}
-		if round == maxPutRounds {
-			return fmt.Errorf("dynamo: put checkpoint %s: %w: %w", in.ID,
-				saver.Errorf(saver.EUNAVAILABLE, "The checkpoint's blobs kept changing under the put; retry."), err)
-		}
-		if err := p.revise(ctx, cf.Items); err != nil {
-			return fmt.Errorf("dynamo: put checkpoint %s: %w", in.ID, err)
-		}
-	}
+	s.remember(partitionKey(in.Tenant, in.ThreadID), &in, p)
+	return nil
 }
 
 // GetTuple reads the checkpoint with its pending writes in one Query: writes

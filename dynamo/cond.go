@@ -20,3 +20,21 @@ func absentOrExpired(now time.Time) *awsx.Expr {
 func keyOf(it item) item { return item{attrPK: it[attrPK], attrSK: it[attrSK]} }
 
 func ptr[T any](v T) *T { return &v }
+
+// expiresAt is the condition that an item expires at exp.
+func expiresAt(exp int64) *awsx.Expr {
+	c := awsx.NewExpr("c")
+	c.Text = c.Name(attrExpiresAt) + " = " + c.Value(attrN(exp))
+	return c
+}
+
+// expirySet returns the update that sets an item's expiry (0: never).
+func expirySet(exp int64) *awsx.Expr {
+	u := awsx.NewExpr("u")
+	if exp == 0 {
+		u.Text = "REMOVE " + u.Name(attrExpiresAt)
+	} else {
+		u.Text = "SET " + u.Name(attrExpiresAt) + " = " + u.Value(attrN(exp))
+	}
+	return u
+}

@@ -55,11 +55,6 @@ import (
 // ever shortened. A blob that has expired is never brought back: reads hide
 // it, as they hid it from the parent.
 const (
-	// maxPutRounds bounds the requests of one put. Each round settles the
-	// blobs whose conditions failed; another round follows only when
-	// other puts changed the same blobs in between.
-	maxPutRounds = 6
-
 	kindLifetimes  = "x"
 	itemLifetimes  = "lifetimes"
 	entryPrefix    = "ch:"
@@ -82,7 +77,7 @@ func entry(lifetimes item, channel string) (e blobRef, ok bool) {
 		return blobRef{}, false
 	}
 	_, patched := m.Value[entryPatched]
-	return blobRef{channel: channel, version: getS(m.Value, entryVersion), from: getN(m.Value, entryExpiresAt), ref: getS(m.Value, entryRef),
+	return blobRef{channel: channel, version: getS(m.Value, entryVersion), exp: getN(m.Value, entryExpiresAt), ref: getS(m.Value, entryRef),
 		patched: patched, hash: getS(m.Value, entryHash)}, true
 }
 
@@ -123,16 +118,14 @@ type blobRef struct {
 	channel, version string
 	ref              string // its value's offloaded reference, if any
 	act              refAct
-	from, to         int64  // the expiry it has, and refExtend's new one (0: never)
-	patched          bool   // a patch (patched.go)
-	hash             string // contentHash of its whole value, if known (a blob brought)
+	exp              int64      // refKnown: the expiry it has (0: never)
+	ext              *extension // refExtend's
+	patched          bool       // a patch (patched.go)
+	hash             string     // contentHash of its whole value, if known (a blob brought)
 	// known is the value the store remembers at this version, which the
 	// put conditions on (the entry's hash) and records (known.go); nil
 	// once the put learnt the stored blob may differ.
 	known *knownValue
-	// whole is the item of a patch's whole value, which refExtend writes
-	// in its place: a patch is never extended, as its chain would not be.
-	whole item
 }
 
 // opRole says which part of a put plan an op of its last request was.
@@ -163,6 +156,7 @@ type putPlan struct {
 	refs    []blobRef
 	patched []*patchedBlob // blobs brought as patches (see patched.go)
 	cp      awsx.WriteOp
+	ext     *extender  // of the blobs it references
 	roles   []opRole   // of the ops of the last request
 	guard   *headGuard // of a put with ExpectHead (see head.go)
 	in      *saver.PutCheckpoint
@@ -173,6 +167,9 @@ type putPlan struct {
 // reads the head first, and goes no further if it moved.
 func (s *Store) planPut(ctx context.Context, in *saver.PutCheckpoint) (*putPlan, error) {
 	p := &putPlan{s: s, exp: in.ExpiresAt, now: s.Now(), in: in}
+	p.ext = &extender{s: s, ns: in.CheckpointRef, until: func(exp int64) (int64, bool) {
+		return saver.ExtendedBlobExpiry(p.exp, exp, p.now)
+	}}
 	pk := partitionKey(in.Tenant, in.ThreadID)
 	if in.ExpectHead != nil {
 		g, err := s.guardHead(ctx, in, pk)
@@ -234,6 +231,29 @@ func (s *Store) planPut(ctx context.Context, in *saver.PutCheckpoint) (*putPlan,
 	return p, nil
 }
 
+// next reads the blobs no entry vouches for and retags the payloads of the
+// blobs to extend, then returns the ops of the plan's next request.
+func (p *putPlan) next(ctx context.Context) ([]awsx.WriteOp, error) {
+	if err := p.readUnknown(ctx); err != nil {
+		return nil, err
+	}
+	// A known value is recorded only under the lifetimes entry's check.
+	for i := range p.refs {
+		if r := &p.refs[i]; r.known != nil && r.act != refVouched {
+			r.known = nil
+			forget(p.cp.Item, r.channel)
+		}
+	}
+	for _, r := range p.refs {
+		if r.act == refExtend {
+			if err := p.ext.retag(ctx, r.ext); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return p.ops(), nil
+}
+
 // ops returns the ops of the plan's next request, in order: the lifetimes
 // item and extensions first, then the new blobs, the checkpoint last.
 func (p *putPlan) ops() []awsx.WriteOp {
@@ -246,11 +266,8 @@ func (p *putPlan) ops() []awsx.WriteOp {
 	lifetimes, checks := p.lifetimesOp()
 	add(lifetimes, opRole{kind: roleLifetimes})
 	for i, r := range p.refs {
-		switch {
-		case r.act == refExtend && r.whole != nil:
-			add(awsx.WriteOp{Item: r.whole, Cond: expiresAt(r.from)}, opRole{roleRef, i})
-		case r.act == refExtend:
-			add(extendOp(r.key, r.from, r.to), opRole{roleRef, i})
+		if r.act == refExtend {
+			add(r.ext.op(), opRole{roleRef, i})
 		}
 	}
 	for i, b := range p.blobs {
@@ -323,9 +340,9 @@ func (p *putPlan) lifetimesOp() (awsx.WriteOp, bool) {
 	for _, r := range p.refs {
 		switch r.act {
 		case refExtend:
-			set(r, r.to)
+			set(r, r.ext.to)
 		case refKnown:
-			set(r, r.from)
+			set(r, r.exp)
 		}
 	}
 	sets := []string{u.Name(attrKind) + " = " + u.Value(attrS(itemLifetimes))}
@@ -351,32 +368,8 @@ func (p *putPlan) lifetimesOp() (awsx.WriteOp, bool) {
 	return op, len(conds) > 0
 }
 
-// extendOp extends an item's expiry from one value to another (0: never),
-// if it still has the first: a racing extension is never undone.
-func extendOp(key item, from, to int64) awsx.WriteOp {
-	return awsx.WriteOp{Item: key, Set: expirySet(to), Cond: expiresAt(from)}
-}
-
-// expiresAt is the condition that an item expires at exp.
-func expiresAt(exp int64) *awsx.Expr {
-	c := awsx.NewExpr("c")
-	c.Text = c.Name(attrExpiresAt) + " = " + c.Value(attrN(exp))
-	return c
-}
-
-// expirySet returns the update that sets an item's expiry (0: never).
-func expirySet(exp int64) *awsx.Expr {
-	u := awsx.NewExpr("u")
-	if exp == 0 {
-		u.Text = "REMOVE " + u.Name(attrExpiresAt)
-	} else {
-		u.Text = "SET " + u.Name(attrExpiresAt) + " = " + u.Value(attrN(exp))
-	}
-	return u
-}
-
 // revise turns the conditions the last request failed on into the next
-// request, reading the blobs no entry vouches for.
+// request; next reads the blobs no entry vouches for then.
 func (p *putPlan) revise(ctx context.Context, failed map[int]item) error {
 	for i, old := range failed {
 		r := p.roles[i]
@@ -392,9 +385,7 @@ func (p *putPlan) revise(ctx context.Context, failed map[int]item) error {
 					return err
 				}
 			}
-			if err := p.reviseLifetimes(ctx, old); err != nil {
-				return err
-			}
+			p.reviseLifetimes(old)
 		case roleRef:
 			if err := p.reviseRef(ctx, &p.refs[r.i], old); err != nil {
 				return err
@@ -412,16 +403,6 @@ func (p *putPlan) revise(ctx context.Context, failed map[int]item) error {
 			return fmt.Errorf("condition failed on the checkpoint item")
 		}
 	}
-	if err := p.readUnknown(ctx); err != nil {
-		return err
-	}
-	// A known value is recorded only under the lifetimes entry's check.
-	for i := range p.refs {
-		if r := &p.refs[i]; r.known != nil && r.act != refVouched {
-			r.known = nil
-			forget(p.cp.Item, r.channel)
-		}
-	}
 	return nil
 }
 
@@ -429,8 +410,8 @@ func (p *putPlan) revise(ctx context.Context, failed map[int]item) error {
 // failed: entries that vouch stay checked, a live entry of the same version
 // that says too early gives the expiry to extend from (the blob's own, if
 // later, comes back when that extension fails), and the other blobs are
-// read.
-func (p *putPlan) reviseLifetimes(ctx context.Context, old item) error {
+// read by the next request.
+func (p *putPlan) reviseLifetimes(old item) {
 	live := old != nil && !p.s.expired(getN(old, attrExpiresAt))
 	for i := range p.refs {
 		r := &p.refs[i]
@@ -449,24 +430,19 @@ func (p *putPlan) reviseLifetimes(ctx context.Context, old item) error {
 			forget(p.cp.Item, r.channel)
 		}
 		switch {
-		case !live || !ok || e.version != r.version || (e.from != 0 && p.s.expired(e.from)):
+		case !live || !ok || e.version != r.version || (e.exp != 0 && p.s.expired(e.exp)):
 			// No entry vouches, or its blob may have expired (it is
 			// not brought back): read it.
 			r.act = refUnknown
-		case lasts(e.from, p.exp):
+		case lasts(e.exp, p.exp):
 		case e.patched:
 			// A patch is stored whole to be extended: read it.
 			r.act = refUnknown
 		default:
-			to, _ := saver.ExtendedBlobExpiry(p.exp, e.from, p.now)
-			if err := p.s.retag(ctx, e.ref, to); err != nil {
-				return err
-			}
 			// The entry keeps its hash: the blob is the one it describes.
-			r.act, r.from, r.to, r.ref, r.hash = refExtend, e.from, to, e.ref, e.hash
+			r.act, r.ext, r.ref, r.hash = refExtend, p.ext.extend(r.key, e.ref, e.exp), e.ref, e.hash
 		}
 	}
-	return nil
 }
 
 // readUnknown reads the expiries of the blobs no entry vouches for, one
@@ -504,33 +480,20 @@ func (p *putPlan) readUnknown(ctx context.Context) error {
 // reviseRef decides about a referenced blob from its item as stored: extend
 // it, record the expiry it has, or nothing if it is gone or has expired.
 func (p *putPlan) reviseRef(ctx context.Context, r *blobRef, old item) error {
-	exp, expires := expiryOf(old)
-	r.ref, r.whole, r.patched, r.hash = valueRef(old), nil, chainOf(old) != nil, ""
-	switch {
-	case old == nil || (expires && p.s.expired(exp)):
-		r.act = refSkip
-		return nil
-	case !expires:
-		r.act, r.from = refKnown, 0
-		return nil
-	}
-	to, write := saver.ExtendedBlobExpiry(p.exp, exp, p.now)
-	if !write {
-		r.act, r.from = refKnown, exp
-		return nil
-	}
-	if r.patched {
-		whole, err := p.s.wholeItem(ctx, p.in.CheckpointRef, r.channel, r.version, to)
-		if err != nil {
-			return err
-		}
-		r.act, r.from, r.to, r.whole, r.ref, r.patched = refExtend, exp, to, whole, valueRef(whole), false
-		return nil
-	}
-	if err := p.s.retag(ctx, r.ref, to); err != nil {
+	v, err := p.ext.check(ctx, r.key, r.channel, r.version, old, r.ext)
+	if err != nil {
 		return err
 	}
-	r.act, r.from, r.to = refExtend, exp, to
+	r.ref, r.patched, r.hash, r.ext = valueRef(old), chainOf(old) != nil, "", nil
+	switch {
+	case v.gone:
+		r.act = refSkip
+	case v.ext == nil:
+		r.act, r.exp = refKnown, v.exp
+	default:
+		// A patch extends as its whole value.
+		r.act, r.ext, r.ref, r.patched = refExtend, v.ext, v.ext.ref, false
+	}
 	return nil
 }
 
@@ -544,23 +507,6 @@ func newBlobExpiry(exp int64, now time.Time) int64 {
 		return 0
 	}
 	return exp + max(exp-now.Unix(), 0)
-}
-
-// expiryOf returns an item's expiry and whether it has one.
-func expiryOf(it item) (int64, bool) {
-	_, ok := it[attrExpiresAt]
-	return getN(it, attrExpiresAt), ok
-}
-
-// retag keeps the expiry tag of an offloaded payload (ref; "" for none) in
-// step with its item's new expiry, before the item gets it: an object whose
-// tag says it may go while its item lives would be deleted by a bucket
-// lifecycle rule under the item.
-func (s *Store) retag(ctx context.Context, ref string, exp int64) error {
-	if s.Offload == nil || ref == "" {
-		return nil
-	}
-	return s.Offload.Retag(ctx, ref, exp)
 }
 
 // valueRef returns the offloaded reference of an item's value, "" if none.
