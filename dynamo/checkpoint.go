@@ -13,28 +13,6 @@ import (
 	"github.com/saver-dev/saver"
 )
 
-// PutCheckpoint writes the checkpoint's new blobs (insert-if-absent), the
-// update of its namespace's blob lifetimes, which guards the blobs it
-// references (see lifetimes.go), and the checkpoint item (upsert) in one
-// TransactWriteItems when they fit (100 items, 4 MB), so a checkpoint is
-// never visible without its blobs. Larger puts send the blobs first and the
-// checkpoint in the last transaction. A put that brings and references no
-// blob is one PutItem. Offloaded payloads are stored before any item that
-// points at them. A put with ExpectHead reads the head first and updates
-// the lifetimes item in every case, conditioned on its head token (see
-// head.go).
-func (s *Store) PutCheckpoint(ctx context.Context, in saver.PutCheckpoint) error {
-	p, err := s.planPut(ctx, &in)
-	if err == nil {
-		err = s.send(ctx, p, "The checkpoint's blobs kept changing under the put; retry.")
-	}
-	if err != nil {
-		return fmt.Errorf("dynamo: put checkpoint %s: %w", in.ID, err)
-	}
-	s.remember(partitionKey(in.Tenant, in.ThreadID), &in, p)
-	return nil
-}
-
 // GetTuple reads the checkpoint with its pending writes in one Query: writes
 // sort right after their checkpoint, so a checkpoint's key prefix selects
 // both. For the latest checkpoint the Query runs backwards from the end of

@@ -14,7 +14,7 @@
 //	    c!<ns>!<checkpoint id>!w!<task id>!<idx>!        pending write (special)
 //	    c!<ns>!<checkpoint id>!w!<task id>!s<seq>!       bundle of writes
 //	    b!<ns>!<channel>!<version>!                      channel value (blob)
-//	    x!<ns>!                                          blob lifetimes
+//	    x!<ns>!                                          lifetimes item
 //
 // Each part is escaped so that it never holds the separator "!": bytes up
 // to "#" become "#" and two hex digits. The escape keeps byte order, and "!"
@@ -54,9 +54,10 @@
 //	            value (see patched.go)
 //	lifetimes   ch:<channel> = {v: version, e: expiry, r: offloaded
 //	            reference, p: a patch, h: content hash} per channel of the
-//	            namespace (see lifetimes.go, patched.go);
+//	            namespace (see lifetimes.go, known.go, patched.go);
 //	            head = {i: checkpoint id, n: nonce}, the token of
-//	            conditional puts (see head.go)
+//	            conditional puts (see head.go); each protocol is a part
+//	            of the put's update of the item (nsitem.go)
 //
 // A payload is a map {type, data} inline, or {type, ref} when the item
 // would have been larger than Store.OffloadThreshold (350 KB by default;

@@ -49,9 +49,11 @@ var _ saver.HeadGuard = (*Store)(nil)
 // GuardsHead reports that puts honour ExpectHead.
 func (s *Store) GuardsHead() bool { return true }
 
-// headGuard is the condition of a conditional put on its namespace's head
-// token, revised when a request fails on it.
+// headGuard is the head token of a conditional put, a part of its
+// namespace item: the condition on the token, revised when a request fails
+// on it.
 type headGuard struct {
+	s                *Store
 	pk, threadID, ns string
 	expect           string // the head the put expects, "" for none
 	head             string // the head once the put is stored: the token's id
@@ -65,8 +67,8 @@ type headGuard struct {
 // guardHead reads the head of the put's namespace and returns the guard of
 // its transaction, or ECONFLICT if the head is not the one expected.
 func (s *Store) guardHead(ctx context.Context, in *saver.PutCheckpoint, pk string) (*headGuard, error) {
-	g := &headGuard{pk: pk, threadID: in.ThreadID, ns: in.NS, expect: *in.ExpectHead, nonce: rand.Text()}
-	if err := g.check(ctx, s); err != nil {
+	g := &headGuard{s: s, pk: pk, threadID: in.ThreadID, ns: in.NS, expect: *in.ExpectHead, nonce: rand.Text()}
+	if err := g.check(ctx); err != nil {
 		return nil, err
 	}
 	g.head = max(in.ID, g.expect) // ids order checkpoints, as GetTuple's latest
@@ -74,8 +76,8 @@ func (s *Store) guardHead(ctx context.Context, in *saver.PutCheckpoint, pk strin
 }
 
 // check returns ECONFLICT unless the namespace's head is the one expected.
-func (g *headGuard) check(ctx context.Context, s *Store) error {
-	head, err := s.head(ctx, g.pk, g.ns)
+func (g *headGuard) check(ctx context.Context) error {
+	head, err := g.s.head(ctx, g.pk, g.ns)
 	if err != nil {
 		return err
 	}
@@ -92,6 +94,20 @@ func headName(id string) string {
 		return "no checkpoint"
 	}
 	return fmt.Sprintf("%q", id)
+}
+
+// update returns the condition on the token and the token the put sets.
+func (g *headGuard) update(c, u *awsx.Expr, _ item) (conds, sets []string) {
+	return []string{g.cond(c)}, []string{u.Name(attrHead) + " = " + u.Value(g.token())}
+}
+
+// refuted handles a request the namespace item failed: when the token did
+// not meet the condition, the head is read again (revise).
+func (g *headGuard) refuted(ctx context.Context, old item) error {
+	if g.accepts(old) {
+		return nil // the other parts' conditions failed
+	}
+	return g.revise(ctx, old)
 }
 
 // cond returns the condition on the token, with c's placeholders.
@@ -118,8 +134,8 @@ func (g *headGuard) token() types.AttributeValue {
 	return &types.AttributeValueMemberM{Value: item{headID: attrS(g.head), headNonce: attrS(g.nonce)}}
 }
 
-// accepts reports whether the lifetimes item as stored (nil: none) meets
-// cond: when it does, its entries failed the request, not the token.
+// accepts reports whether the namespace item as stored (nil: none) meets
+// cond: when it does, the other parts failed the request, not the token.
 func (g *headGuard) accepts(old item) bool {
 	m, ok := old[attrHead].(*types.AttributeValueMemberM)
 	if !ok {
@@ -138,8 +154,8 @@ func (g *headGuard) accepts(old item) bool {
 // revise handles a request that failed on the token, stored as in old: it
 // reads the head again and returns ECONFLICT if it moved; otherwise the
 // token was stale, and the next request accepts it as it is.
-func (g *headGuard) revise(ctx context.Context, s *Store, old item) error {
-	if err := g.check(ctx, s); err != nil {
+func (g *headGuard) revise(ctx context.Context, old item) error {
+	if err := g.check(ctx); err != nil {
 		return err
 	}
 	g.reread, g.seen = true, ""

@@ -376,6 +376,14 @@ func decodeBlob(it item, l *loads) (*saver.Blob, error) {
 	return b, nil
 }
 
+// valueRef returns the offloaded reference of an item's value, "" if none.
+func valueRef(it item) string {
+	if m, ok := it[attrValue].(*types.AttributeValueMemberM); ok {
+		return getS(m.Value, payloadRef)
+	}
+	return ""
+}
+
 // refs returns the offloaded references an item holds.
 func refs(it item) []string {
 	var out []string

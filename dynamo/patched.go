@@ -6,6 +6,8 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
+	"maps"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -103,30 +105,88 @@ func (s *Store) patchItem(ref saver.CheckpointRef, pk string, b saver.Blob, hash
 	return it, &patchedBlob{exp: r.exp, base: r.version, baseHash: r.hash, chain: chain, patched: r.patched + len(p)}
 }
 
-// chainsHint returns the chains of the checkpoint's patched values that the
-// store knows of: those the put brings, and those of the values it
-// references that it remembers.
-func (s *Store) chainsHint(pk string, in *saver.PutCheckpoint, brought []saver.Blob, patched []*patchedBlob) types.AttributeValue {
-	hint := item{}
-	for i, d := range patched {
-		if d != nil {
-			hint[brought[i].Channel] = stringList(d.chain)
+// patchPart is the patches of a put, a part of its namespace item: each
+// patch it brings is written on the condition that the channel's entry
+// still names its base, with the expiry and content hash the store
+// remembers; when that fails, the put brings the whole value instead. It
+// records the chains of the checkpoint's patched values on the checkpoint
+// item, so that a read fetches all the blobs it needs at once.
+type patchPart struct {
+	s       *Store
+	ref     saver.CheckpointRef
+	blobs   []*newBlob
+	blobExp int64
+	now     time.Time
+	// remembered are the chains of the values the checkpoint references
+	// that the store remembers as patches.
+	remembered item
+}
+
+// newPatchPart returns the patches of a put among the blobs it brings.
+func (s *Store) newPatchPart(in *saver.PutCheckpoint, pk string, blobs []*newBlob, blobExp int64, now time.Time) *patchPart {
+	p := &patchPart{s: s, ref: in.CheckpointRef, blobs: blobs, blobExp: blobExp, now: now, remembered: item{}}
+	if s.recent == nil {
+		return p
+	}
+	patched := map[string]bool{}
+	for _, b := range blobs {
+		patched[b.blob.Channel] = patched[b.blob.Channel] || b.patch != nil
+	}
+	for ch, v := range in.ChannelVersions {
+		if patched[ch] {
+			continue
+		}
+		if r, ok := s.recent.get(recentKey{pk, in.NS, ch}); ok && r.version == v && len(r.chain) > 0 {
+			p.remembered[ch] = stringList(r.chain)
 		}
 	}
-	if s.recent != nil {
-		for ch, v := range in.ChannelVersions {
-			if _, ok := hint[ch]; ok {
-				continue
-			}
-			if r, ok := s.recent.get(recentKey{pk, in.NS, ch}); ok && r.version == v && len(r.chain) > 0 {
-				hint[ch] = stringList(r.chain)
-			}
+	return p
+}
+
+// update returns the conditions of the put's patches (each channel's entry
+// names the patch's base, with its expiry and content hash), and sets the
+// checkpoint's chains hint: the chains of the patches it brings, and of the
+// values it references that the store remembers.
+func (p *patchPart) update(c, _ *awsx.Expr, cp item) (conds, sets []string) {
+	for _, b := range p.blobs {
+		if d := b.patch; d != nil && !b.dropped {
+			ch := b.blob.Channel
+			conds = append(conds, "("+c.Path(entryPrefix+ch, entryVersion)+" = "+c.Value(attrS(d.base))+
+				" AND "+c.Path(entryPrefix+ch, entryExpiresAt)+" = "+c.Value(attrN(d.exp))+
+				" AND "+c.Path(entryPrefix+ch, entryHash)+" = "+c.Value(attrS(d.baseHash))+")")
+		}
+	}
+	hint := maps.Clone(p.remembered)
+	for _, b := range p.blobs {
+		if b.patch != nil {
+			hint[b.blob.Channel] = stringList(b.patch.chain)
 		}
 	}
 	if len(hint) == 0 {
-		return nil
+		delete(cp, attrChains)
+	} else {
+		cp[attrChains] = &types.AttributeValueMemberM{Value: hint}
 	}
-	return &types.AttributeValueMemberM{Value: hint}
+	return conds, nil
+}
+
+// refuted turns the put's patches into whole values: the condition failed,
+// whichever part it was for (another process put the channel since, or the
+// item is gone).
+func (p *patchPart) refuted(ctx context.Context, _ item) error {
+	for _, b := range p.blobs {
+		if b.patch == nil || b.dropped {
+			continue
+		}
+		it, err := p.s.blobItem(ctx, p.ref, b.blob, p.blobExp)
+		if err != nil {
+			return fmt.Errorf("blob %s: %w", b.blob.Channel, err)
+		}
+		b.op = awsx.WriteOp{Item: it, Cond: absentOrExpired(p.now)}
+		b.entry.ref, b.entry.patched = valueRef(it), false
+		b.patch, b.exp = nil, p.blobExp
+	}
+	return nil
 }
 
 // remember records the values a put brought, once it succeeded.
@@ -134,62 +194,21 @@ func (s *Store) remember(pk string, in *saver.PutCheckpoint, p *putPlan) {
 	if s.recent == nil {
 		return
 	}
-	for i, b := range in.Blobs {
-		k := recentKey{pk, in.NS, b.Channel}
-		if p.dropped[i] {
+	for _, b := range p.blobs {
+		k := recentKey{pk, in.NS, b.blob.Channel}
+		if b.dropped {
 			s.recent.drop(k) // stored by another put, with its own expiry
 			continue
 		}
 		// A copy: the caller may reuse its buffer, and a remembered value
 		// that changed would make wrong patches.
-		v := &recentValue{key: k, version: b.Version, typ: b.Value.Type, data: bytes.Clone(b.Value.Data), exp: p.blobExp,
-			hash: p.brought[i].hash, vouched: true}
-		if d := p.patched[i]; d != nil {
+		v := &recentValue{key: k, version: b.blob.Version, typ: b.blob.Value.Type, data: bytes.Clone(b.blob.Value.Data), exp: p.blobExp,
+			hash: b.entry.hash, vouched: true}
+		if d := b.patch; d != nil {
 			v.chain, v.patched, v.exp = d.chain, d.patched, d.exp
 		}
 		s.recent.put(v)
 	}
-}
-
-// unpatch turns the plan's patches back into whole values: their condition
-// failed.
-func (p *putPlan) unpatch(ctx context.Context, ref saver.CheckpointRef, blobs []saver.Blob) error {
-	for i, d := range p.patched {
-		if d == nil || p.dropped[i] {
-			continue
-		}
-		it, err := p.s.blobItem(ctx, ref, blobs[i], p.blobExp)
-		if err != nil {
-			return fmt.Errorf("blob %s: %w", blobs[i].Channel, err)
-		}
-		p.blobs[i] = awsx.WriteOp{Item: it, Cond: absentOrExpired(p.now)}
-		p.brought[i].ref, p.brought[i].patched = valueRef(it), false
-		p.patched[i] = nil
-		// The checkpoint no longer needs that chain read.
-		if hint, ok := p.cp.Item[attrChains].(*types.AttributeValueMemberM); ok {
-			delete(hint.Value, blobs[i].Channel)
-			if len(hint.Value) == 0 {
-				delete(p.cp.Item, attrChains)
-			}
-		}
-	}
-	return nil
-}
-
-// patchConds returns the conditions of the plan's patches on the lifetimes
-// item: each channel's entry names the patch's base and never expires.
-func (p *putPlan) patchConds(c *awsx.Expr) []string {
-	var conds []string
-	for i, d := range p.patched {
-		if d == nil || p.dropped[i] {
-			continue
-		}
-		ch := p.brought[i].channel
-		conds = append(conds, "("+c.Path(entryPrefix+ch, entryVersion)+" = "+c.Value(attrS(d.base))+
-			" AND "+c.Path(entryPrefix+ch, entryExpiresAt)+" = "+c.Value(attrN(d.exp))+
-			" AND "+c.Path(entryPrefix+ch, entryHash)+" = "+c.Value(attrS(d.baseHash))+")")
-	}
-	return conds
 }
 
 // wholeItem returns the item of a blob of ref's namespace with its whole
