@@ -76,21 +76,12 @@ func (s *Store) bundle(ctx context.Context, ref saver.CheckpointRef, writes []sa
 	}
 	first := writes[0]
 	value := saver.Typed{Type: bundleType, Data: data}
-	it := item{
-		attrPK:       attrS(partitionKey(ref.Tenant, ref.ThreadID)),
-		attrSK:       attrS(bundleKey(ref, first.TaskID, seq)),
-		attrKind:     attrS(itemWrite),
-		attrThread:   attrS(ref.ThreadID),
-		attrNS:       attrS(ref.NS),
-		attrID:       attrS(ref.ID),
-		attrTaskID:   attrS(first.TaskID),
-		attrTaskPath: attrS(first.TaskPath),
-		attrBundle:   attrN(int64(len(entries))),
-		attrValue:    payloadAttr(value),
-	}
-	if exp != 0 {
-		it[attrExpiresAt] = attrN(exp)
-	}
+	it := threadItem(ref, bundleKey(ref, first.TaskID, seq), itemWrite, exp)
+	it[attrID] = attrS(ref.ID)
+	it[attrTaskID] = attrS(first.TaskID)
+	it[attrTaskPath] = attrS(first.TaskPath)
+	it[attrBundle] = attrN(int64(len(entries)))
+	it[attrValue] = payloadAttr(value)
 	if err := s.offload(ctx, ref.Tenant, ref.ThreadID, it, attrValue, value, exp); err != nil {
 		return awsx.WriteOp{}, fmt.Errorf("bundle of %d writes: %w", len(entries), err)
 	}

@@ -67,11 +67,11 @@ func (x *extender) check(ctx context.Context, key item, channel, version string,
 		return stored{exp: exp}, nil
 	}
 	e := &extension{key: key, channel: channel, version: version, ref: valueRef(old), from: exp, to: to}
-	if chainOf(old) != nil {
-		whole, err := x.s.wholeItem(ctx, x.ns, channel, version, to)
-		if err != nil {
-			return stored{}, err
-		}
+	whole, err := x.s.patches().whole(ctx, x.ns, channel, version, old, to)
+	if err != nil {
+		return stored{}, err
+	}
+	if whole != nil {
 		// Its payload, if offloaded, is a new object tagged with to.
 		e.whole, e.ref, e.tagged = whole, valueRef(whole), true
 	}

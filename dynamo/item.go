@@ -195,22 +195,13 @@ func nodeParents(v any) item {
 // writeItem returns the item of a pending write against ref, its value
 // inline: PutWrites offloads it once it knows the writes go one per item.
 func writeItem(ref saver.CheckpointRef, w saver.Write, exp int64) item {
-	it := item{
-		attrPK:       attrS(partitionKey(ref.Tenant, ref.ThreadID)),
-		attrSK:       attrS(writeKey(ref.NS, ref.ID, w.TaskID, w.Idx)),
-		attrKind:     attrS(itemWrite),
-		attrThread:   attrS(ref.ThreadID),
-		attrNS:       attrS(ref.NS),
-		attrID:       attrS(ref.ID),
-		attrTaskID:   attrS(w.TaskID),
-		attrTaskPath: attrS(w.TaskPath),
-		attrIdx:      attrN(w.Idx),
-		attrChannel:  attrS(w.Channel),
-		attrValue:    payloadAttr(w.Value),
-	}
-	if exp != 0 {
-		it[attrExpiresAt] = attrN(exp)
-	}
+	it := threadItem(ref, writeKey(ref.NS, ref.ID, w.TaskID, w.Idx), itemWrite, exp)
+	it[attrID] = attrS(ref.ID)
+	it[attrTaskID] = attrS(w.TaskID)
+	it[attrTaskPath] = attrS(w.TaskPath)
+	it[attrIdx] = attrN(w.Idx)
+	it[attrChannel] = attrS(w.Channel)
+	it[attrValue] = payloadAttr(w.Value)
 	return it
 }
 
@@ -225,15 +216,22 @@ func (s *Store) blobItem(ctx context.Context, ref saver.CheckpointRef, b saver.B
 
 // inlineBlobItem returns the item of a channel value, the value inline.
 func inlineBlobItem(ref saver.CheckpointRef, b saver.Blob, exp int64) item {
+	it := threadItem(ref, blobKey(ref.NS, b.Channel, b.Version), itemBlob, exp)
+	it[attrChannel] = attrS(b.Channel)
+	it[attrVersion] = attrS(b.Version)
+	it[attrValue] = payloadAttr(b.Value)
+	return it
+}
+
+// threadItem returns the attributes every item of a thread's namespace
+// has: its keys, kind, thread, namespace and expiry (none for 0).
+func threadItem(ref saver.CheckpointRef, sk, kind string, exp int64) item {
 	it := item{
-		attrPK:      attrS(partitionKey(ref.Tenant, ref.ThreadID)),
-		attrSK:      attrS(blobKey(ref.NS, b.Channel, b.Version)),
-		attrKind:    attrS(itemBlob),
-		attrThread:  attrS(ref.ThreadID),
-		attrNS:      attrS(ref.NS),
-		attrChannel: attrS(b.Channel),
-		attrVersion: attrS(b.Version),
-		attrValue:   payloadAttr(b.Value),
+		attrPK:     attrS(partitionKey(ref.Tenant, ref.ThreadID)),
+		attrSK:     attrS(sk),
+		attrKind:   attrS(kind),
+		attrThread: attrS(ref.ThreadID),
+		attrNS:     attrS(ref.NS),
 	}
 	if exp != 0 {
 		it[attrExpiresAt] = attrN(exp)
@@ -366,11 +364,7 @@ func decodeWrite(it item, l *loads) (*saver.Write, error) {
 // may be deferred in l.
 func decodeBlob(it item, l *loads) (*saver.Blob, error) {
 	b := &saver.Blob{Channel: getS(it, attrChannel), Version: getS(it, attrVersion)}
-	av := it[attrValue]
-	if p, ok := it[attrPatch]; ok {
-		av = p
-	}
-	if err := l.payload(av, &b.Value); err != nil {
+	if err := l.payload(blobPayload(it), &b.Value); err != nil {
 		return nil, fmt.Errorf("blob %s@%s: %w", b.Channel, b.Version, err)
 	}
 	return b, nil

@@ -39,15 +39,12 @@ type knownValue struct {
 	exp       int64 // 0: never
 }
 
-// knownRef returns the value the store remembers of a channel a put
-// references, if it has that version, has not expired, and a put of this
-// store brought it (its lifetimes entry holds the hash to check).
-func (s *Store) knownRef(pk, ns, channel, version string) *knownValue {
-	if s.recent == nil {
-		return nil
-	}
-	r, ok := s.recent.get(recentKey{pk, ns, channel})
-	if !ok || !r.vouched || r.version != version || r.hash == "" || saver.Expired(r.exp, s.Now()) {
+// knownRef returns what the store remembers (r, from recall) of a value a
+// put references at version, if it has that version, has not expired, and
+// a put of this store brought it (its lifetimes entry holds the hash to
+// check).
+func (ps patches) knownRef(r *recentValue, version string) *knownValue {
+	if r == nil || !r.vouched || r.version != version || r.hash == "" || saver.Expired(r.exp, ps.s.Now()) {
 		return nil
 	}
 	return &knownValue{typ: r.typ, hash: r.hash, exp: r.exp}
@@ -58,7 +55,7 @@ func (s *Store) knownRef(pk, ns, channel, version string) *knownValue {
 // under a condition on their lifetimes entries' hashes, and those it
 // brings at the checkpoint's versions.
 type knownPart struct {
-	s       *Store
+	ps      patches
 	pk, ns  string
 	refs    []knownRef
 	brought []knownBlob
@@ -78,15 +75,16 @@ type knownBlob struct {
 	value knownValue
 }
 
-// newKnownPart returns the known values of a put, nil when the store
-// remembers no values.
-func (s *Store) newKnownPart(in *saver.PutCheckpoint, pk string, refs *lifetimesPart, brought []*newBlob) *knownPart {
-	if s.recent == nil {
+// knownPart returns the known values of a put, from what the store
+// remembers of its channels (mem, from recall); nil when it remembers
+// nothing.
+func (ps patches) knownPart(in *saver.PutCheckpoint, pk string, mem map[string]*recentValue, refs *lifetimesPart, brought []*newBlob) *knownPart {
+	if mem == nil {
 		return nil
 	}
-	k := &knownPart{s: s, pk: pk, ns: in.NS, blobs: brought}
+	k := &knownPart{ps: ps, pk: pk, ns: in.NS, blobs: brought}
 	for _, r := range refs.refs {
-		if v := s.knownRef(pk, in.NS, r.channel, r.version); v != nil {
+		if v := ps.knownRef(mem[r.channel], r.version); v != nil {
 			k.refs = append(k.refs, knownRef{ref: r, value: v})
 		}
 	}
@@ -124,11 +122,7 @@ func (k *knownPart) update(c, _ *awsx.Expr, cp item) (conds, sets []string) {
 			m[b.blob.blob.Channel] = knownEntry(b.value)
 		}
 	}
-	if len(m) == 0 {
-		delete(cp, attrKnown)
-	} else {
-		cp[attrKnown] = &types.AttributeValueMemberM{Value: m}
-	}
+	setHint(cp, attrKnown, m)
 	return conds, nil
 }
 
@@ -139,7 +133,7 @@ func (k *knownPart) update(c, _ *awsx.Expr, cp item) (conds, sets []string) {
 // the value, else the next put would fail here again. Values whose entries
 // no longer vouch are not recorded either.
 func (k *knownPart) refuted(_ context.Context, old item) error {
-	live := old != nil && !k.s.expired(getN(old, attrExpiresAt))
+	live := old != nil && !k.ps.s.expired(getN(old, attrExpiresAt))
 	for i := range k.refs {
 		r := &k.refs[i]
 		if r.value == nil {
@@ -148,7 +142,7 @@ func (k *knownPart) refuted(_ context.Context, old item) error {
 		e, ok := entry(old, r.ref.channel)
 		if !live || !ok || e.version != r.ref.version || e.hash != r.value.hash {
 			if live && ok && e.version == r.ref.version {
-				k.s.unremember(k.pk, k.ns, r.ref.channel, r.ref.version)
+				k.ps.forget(k.pk, k.ns, r.ref.channel, r.ref.version)
 			}
 			r.value = nil
 		}
@@ -194,23 +188,22 @@ func knownOf(it item) map[string]knownValue {
 // fromMemory returns the value of a checkpoint's channel at version from
 // the remembered values, when its known entry matches one; ok false sends
 // the read to the table. A copy: the tuple's value goes to the caller.
-func (s *Store) fromMemory(pk, ns, channel, version string, k knownValue, ok bool) (saver.Typed, bool) {
-	if !ok || s.recent == nil || saver.Expired(k.exp, s.Now()) {
+func (ps patches) fromMemory(pk, ns, channel, version string, k knownValue, ok bool) (saver.Typed, bool) {
+	if !ok || !ps.on() || saver.Expired(k.exp, ps.s.Now()) {
 		return saver.Typed{}, false
 	}
-	r, found := s.recent.get(recentKey{pk, ns, channel})
+	r, found := ps.s.recent.get(recentKey{pk, ns, channel})
 	if !found || r.version != version || r.typ != k.typ || r.hash != k.hash {
 		return saver.Typed{}, false
 	}
 	return saver.Typed{Type: r.typ, Data: bytes.Clone(r.data)}, true
 }
 
-// unremember drops the remembered value of a channel if it is still of
-// version: the table holds other bytes under that version, or no hash the
-// next put could check.
-func (s *Store) unremember(pk, ns, channel, version string) {
-	if s.recent == nil {
-		return
+// forget drops the remembered value of a channel if it is still of version:
+// the table holds other bytes under that version, or no hash the next put
+// could check.
+func (ps patches) forget(pk, ns, channel, version string) {
+	if ps.on() {
+		ps.s.recent.dropVersion(recentKey{pk, ns, channel}, version)
 	}
-	s.recent.dropVersion(recentKey{pk, ns, channel}, version)
 }

@@ -316,7 +316,7 @@ func (l *lifetimesPart) reviseRef(ctx context.Context, r *blobRef, old item) err
 	if err != nil {
 		return err
 	}
-	r.ref, r.patched, r.hash, r.ext = valueRef(old), chainOf(old) != nil, "", nil
+	r.ref, r.patched, r.hash, r.ext = valueRef(old), isPatch(old), "", nil
 	switch {
 	case v.gone:
 		r.act = refSkip

@@ -27,7 +27,7 @@ func (s *Store) PutCheckpoint(ctx context.Context, in saver.PutCheckpoint) error
 	if err != nil {
 		return fmt.Errorf("dynamo: put checkpoint %s: %w", in.ID, err)
 	}
-	s.remember(partitionKey(in.Tenant, in.ThreadID), &in, p)
+	p.patches.remember(partitionKey(in.Tenant, in.ThreadID), in.NS, p.blobs)
 	return nil
 }
 
@@ -36,6 +36,7 @@ func (s *Store) PutCheckpoint(ctx context.Context, in saver.PutCheckpoint) error
 // by the parts the put involves, revised from what each request failed on.
 type putPlan struct {
 	s       *Store
+	patches patches
 	in      *saver.PutCheckpoint
 	now     time.Time
 	exp     int64 // the checkpoint's
@@ -76,7 +77,7 @@ const (
 // reads the head first, and goes no further if it moved.
 func (s *Store) planPut(ctx context.Context, in *saver.PutCheckpoint) (*putPlan, error) {
 	now := s.Now()
-	p := &putPlan{s: s, in: in, now: now, exp: in.ExpiresAt, blobExp: newBlobExpiry(in.ExpiresAt, now)}
+	p := &putPlan{s: s, patches: s.patches(), in: in, now: now, exp: in.ExpiresAt, blobExp: newBlobExpiry(in.ExpiresAt, now)}
 	pk := partitionKey(in.Tenant, in.ThreadID)
 	var guard *headGuard
 	if in.ExpectHead != nil {
@@ -86,15 +87,13 @@ func (s *Store) planPut(ctx context.Context, in *saver.PutCheckpoint) (*putPlan,
 		}
 		guard = g
 	}
-	for _, b := range in.Blobs {
-		nb, err := p.bring(ctx, pk, b)
-		if err != nil {
-			return nil, fmt.Errorf("blob %s: %w", b.Channel, err)
-		}
-		p.blobs = append(p.blobs, nb)
+	patches, err := p.patches.bring(ctx, in, pk, p.blobExp, now)
+	if err != nil {
+		return nil, err
 	}
+	p.blobs = patches.blobs
 	p.refs = s.newLifetimesPart(in, pk, p.blobs, p.blobExp, now)
-	known := s.newKnownPart(in, pk, p.refs, p.blobs)
+	known := p.patches.knownPart(in, pk, patches.mem, p.refs, p.blobs)
 	cp, err := s.checkpointItem(ctx, &in.Checkpoint, p.exp)
 	if err != nil {
 		return nil, err
@@ -105,41 +104,12 @@ func (s *Store) planPut(ctx context.Context, in *saver.PutCheckpoint) (*putPlan,
 	if known != nil {
 		parts = append(parts, known)
 	}
-	parts = append(parts, s.newPatchPart(in, pk, p.blobs, p.blobExp, now))
+	parts = append(parts, patches)
 	if guard != nil {
 		parts = append(parts, guard)
 	}
 	p.ns = nsItem{pk: pk, ns: in.NS, exp: p.exp, itemExp: p.blobExp, parts: parts}
 	return p, nil
-}
-
-// bring returns the blob a put brings: a patch on the channel's remembered
-// value when worth one (patched.go), else its whole value, offloaded if
-// need be.
-func (p *putPlan) bring(ctx context.Context, pk string, b saver.Blob) (*newBlob, error) {
-	s := p.s
-	hash := s.hashFor(b)
-	it, patch := s.patchItem(p.in.CheckpointRef, pk, b, hash, p.exp)
-	if hash == "" && s.recent != nil {
-		hash = contentHash(b.Value.Data) // for known.go
-	}
-	if patch == nil {
-		var err error
-		if it, err = s.blobItem(ctx, p.in.CheckpointRef, b, p.blobExp); err != nil {
-			return nil, err
-		}
-	}
-	nb := &newBlob{
-		blob:  b,
-		op:    awsx.WriteOp{Item: it, Cond: absentOrExpired(p.now)},
-		entry: blobRef{key: keyOf(it), channel: b.Channel, version: b.Version, ref: valueRef(it), patched: patch != nil, hash: hash},
-		exp:   p.blobExp,
-		patch: patch,
-	}
-	if patch != nil {
-		nb.exp = patch.exp
-	}
-	return nb, nil
 }
 
 // next reads the blobs no lifetimes entry vouches for and retags the

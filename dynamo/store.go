@@ -71,7 +71,7 @@ type Store struct {
 
 	db     DynamoAPI
 	table  *awsx.Table
-	recent *recent // values to patch on (patched.go); nil: no patches
+	recent *recent // the patch cache's (patched.go); nil: no patches
 }
 
 var _ saver.Store = (*Store)(nil)
@@ -84,17 +84,6 @@ const DefaultOffloadThreshold = 350 << 10
 // NewStore returns a store on table, which must exist (see CreateTable).
 func NewStore(db DynamoAPI, table string) *Store {
 	return &Store{Now: time.Now, FirstPage: 8, OffloadThreshold: DefaultOffloadThreshold, db: db, table: awsx.NewTable(db, table), recent: newRecent(DefaultRecentBytes)}
-}
-
-// RememberValues sets the bytes of recent channel values the store keeps to
-// store the next versions as patches on them (see patched.go); 0 stores
-// every value whole.
-func (s *Store) RememberValues(bytes int) {
-	if bytes <= 0 {
-		s.recent = nil
-		return
-	}
-	s.recent = newRecent(bytes)
 }
 
 // Table returns the name of the store's table.

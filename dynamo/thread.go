@@ -218,53 +218,9 @@ func (s *Store) keepLatest(ctx context.Context, tenant, threadID string) error {
 	if err != nil {
 		return err
 	}
-	latest := map[string]string{} // namespace -> newest checkpoint id
-	for _, it := range items {
-		if getS(it, attrKind) != itemCheckpoint || s.expired(getN(it, attrExpiresAt)) {
-			continue
-		}
-		ns, id := getS(it, attrNS), getS(it, attrID)
-		if cur, ok := latest[ns]; !ok || id > cur {
-			latest[ns] = id
-		}
-	}
-	// The latest of each namespace stays, with the ancestors its
-	// DeltaChannels need (saver.Chain) and the writes of all of them.
-	chains, err := s.chainsOfItems(tenant, items)
+	keep, err := s.kept(tenant, items)
 	if err != nil {
 		return err
-	}
-	keep := map[string]bool{}       // sort keys
-	keptIDs := map[[2]string]bool{} // namespace, checkpoint id
-	for ns, id := range latest {
-		chain, err := chains.chain(ns, id)
-		if err != nil {
-			return err
-		}
-		for _, id := range append(chain, id) {
-			keep[checkpointKey(ns, id)] = true
-			keptIDs[[2]string{ns, id}] = true
-		}
-	}
-	for _, it := range items {
-		if getS(it, attrKind) != itemCheckpoint || !keep[getS(it, attrSK)] {
-			continue
-		}
-		if m, ok := it[attrVersions].(*types.AttributeValueMemberM); ok {
-			for ch, v := range m.Value {
-				if v, ok := v.(*types.AttributeValueMemberS); ok {
-					keep[blobKey(getS(it, attrNS), ch, v.Value)] = true
-				}
-			}
-		}
-	}
-	// A kept value that is a patch keeps the blobs it patches on.
-	for _, it := range items {
-		if getS(it, attrKind) == itemBlob && keep[getS(it, attrSK)] {
-			for _, v := range chainOf(it) {
-				keep[blobKey(getS(it, attrNS), getS(it, attrChannel), v)] = true
-			}
-		}
 	}
 	var (
 		drop     []item
@@ -272,14 +228,10 @@ func (s *Store) keepLatest(ctx context.Context, tenant, threadID string) error {
 		released []string
 	)
 	for _, it := range items {
-		sk := getS(it, attrSK)
-		if getS(it, attrKind) == itemWrite && keptIDs[[2]string{getS(it, attrNS), getS(it, attrID)}] {
-			keep[sk] = true
-		}
 		// Lifetimes items go: their entries may name blobs dropped here.
 		// They only save reads, and the next put of each namespace reads
 		// what it references and records it again.
-		if keep[sk] {
+		if keep[getS(it, attrSK)] {
 			for _, r := range refs(it) {
 				kept[r] = true
 			}
@@ -297,6 +249,70 @@ func (s *Store) keepLatest(ctx context.Context, tenant, threadID string) error {
 		return s.Offload.Delete(ctx, released)
 	}
 	return nil
+}
+
+// kept returns the sort keys of the items of a thread that keep_latest
+// keeps: the latest live checkpoint of each namespace, with the ancestors
+// its DeltaChannels need (saver.Chain), the writes of all of them, the blobs
+// they point at and the blobs those patch on.
+func (s *Store) kept(tenant string, items []item) (map[string]bool, error) {
+	latest := map[string]string{} // namespace -> newest checkpoint id
+	for _, it := range items {
+		if getS(it, attrKind) != itemCheckpoint || s.expired(getN(it, attrExpiresAt)) {
+			continue
+		}
+		ns, id := getS(it, attrNS), getS(it, attrID)
+		if cur, ok := latest[ns]; !ok || id > cur {
+			latest[ns] = id
+		}
+	}
+	chains, err := s.chainsOfItems(tenant, items)
+	if err != nil {
+		return nil, err
+	}
+	keep := map[string]bool{}       // sort keys
+	keptIDs := map[[2]string]bool{} // namespace, checkpoint id
+	for ns, id := range latest {
+		chain, err := chains.chain(ns, id)
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range append(chain, id) {
+			keep[checkpointKey(ns, id)] = true
+			keptIDs[[2]string{ns, id}] = true
+		}
+	}
+	for _, it := range items {
+		switch getS(it, attrKind) {
+		case itemCheckpoint:
+			if keep[getS(it, attrSK)] {
+				for ch, v := range stringMap(it[attrVersions]) {
+					keep[blobKey(getS(it, attrNS), ch, v)] = true
+				}
+			}
+		case itemWrite:
+			if keptIDs[[2]string{getS(it, attrNS), getS(it, attrID)}] {
+				keep[getS(it, attrSK)] = true
+			}
+		}
+	}
+	s.patches().keepBases(items, keep)
+	return keep, nil
+}
+
+// stringMap returns the string entries of a map attribute.
+func stringMap(av types.AttributeValue) map[string]string {
+	m, _ := av.(*types.AttributeValueMemberM)
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m.Value))
+	for k, v := range m.Value {
+		if v, ok := v.(*types.AttributeValueMemberS); ok {
+			out[k] = v.Value
+		}
+	}
+	return out
 }
 
 // OffloadRefs returns the offloaded payload references the thread's live
