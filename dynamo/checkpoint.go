@@ -151,7 +151,7 @@ func newPartial(tenant string, cp item, writes []item) (*partial, error) {
 // thread's next put is likely to change them).
 func (s *Store) complete(ctx context.Context, tenant string, parts []*partial, remember bool) ([]*saver.Tuple, error) {
 	r := newBlobReader(s)
-	ps := s.patches()
+	ps := patches{s}
 	mem := make([]map[string]saver.Typed, len(parts))
 	for i, p := range parts {
 		mem[i] = p.want(r, ps, partitionKey(tenant, p.tup.ThreadID))

@@ -55,9 +55,7 @@ func (s *Store) setExpiry(ctx context.Context, ref saver.CheckpointRef, exp int6
 		exts: map[string]*extension{}, entries: map[string]blobRef{},
 		cp: awsx.WriteOp{Item: keyOf(cp), Set: expirySet(exp), Cond: c}, cpRefs: refs(cp),
 	}
-	p.x = &extender{s: s, ns: ref, until: func(stored int64) (int64, bool) {
-		return exp, stored != 0 && (exp == 0 || stored < exp)
-	}}
+	p.x = &extender{s: s, ns: ref, rule: expiryRule{exp}}
 	for _, it := range append(writes, blobs...) {
 		if err := p.plan(ctx, it, lifetimes); err != nil {
 			return err
@@ -192,9 +190,7 @@ func (p *expiryPlan) next(ctx context.Context) ([]awsx.WriteOp, error) {
 		ops = append(ops, *op)
 	}
 	p.first = len(ops)
-	for _, e := range exts {
-		ops = append(ops, e.op())
-	}
+	ops = append(ops, extensionOps(exts)...)
 	return append(ops, p.cp), nil
 }
 

@@ -2,6 +2,7 @@ package dynamo
 
 import (
 	"context"
+	"time"
 
 	"github.com/saver-dev/saver"
 	"github.com/saver-dev/saver/internal/awsx"
@@ -38,13 +39,43 @@ func (e *extension) op() awsx.WriteOp {
 	return awsx.WriteOp{Item: e.key, Set: expirySet(e.to), Cond: expiresAt(e.from)}
 }
 
+// extensionOps returns the writes of exts, in order.
+func extensionOps(exts []*extension) []awsx.WriteOp {
+	ops := make([]awsx.WriteOp, len(exts))
+	for i, e := range exts {
+		ops[i] = e.op()
+	}
+	return ops
+}
+
 // extender plans the extensions of one put or SetExpiry.
 type extender struct {
-	s  *Store
-	ns saver.CheckpointRef // the namespace of the items, to read a patch's whole value
-	// until returns the expiry an item stored with exp (0: never) must
-	// get, and whether it needs one.
-	until func(exp int64) (int64, bool)
+	s    *Store
+	ns   saver.CheckpointRef // the namespace of the items, to read a patch's whole value
+	rule rule
+}
+
+// A rule says the expiry an item stored with exp (0: never) must get, and
+// whether it needs one.
+type rule interface {
+	until(exp int64) (int64, bool)
+}
+
+// putRule is the rule of a put whose checkpoint expires at cp, at now: a
+// blob it references is extended as saver.ExtendedBlobExpiry says.
+type putRule struct {
+	cp  int64
+	now time.Time
+}
+
+func (r putRule) until(exp int64) (int64, bool) { return saver.ExtendedBlobExpiry(r.cp, exp, r.now) }
+
+// expiryRule is the rule of SetExpiry to exp: an item that expires sooner
+// (or at all, for exp 0) is extended to it.
+type expiryRule struct{ exp int64 }
+
+func (r expiryRule) until(stored int64) (int64, bool) {
+	return r.exp, stored != 0 && (r.exp == 0 || stored < r.exp)
 }
 
 // stored is what an item as stored needs.
@@ -62,12 +93,12 @@ func (x *extender) check(ctx context.Context, key item, channel, version string,
 	if old == nil || x.s.expired(exp) {
 		return stored{gone: true}, nil
 	}
-	to, ok := x.until(exp)
+	to, ok := x.rule.until(exp)
 	if !ok {
 		return stored{exp: exp}, nil
 	}
 	e := &extension{key: key, channel: channel, version: version, ref: valueRef(old), from: exp, to: to}
-	whole, err := x.s.patches().whole(ctx, x.ns, channel, version, old, to)
+	whole, err := patches{x.s}.whole(ctx, x.ns, channel, version, old, to)
 	if err != nil {
 		return stored{}, err
 	}
@@ -84,7 +115,7 @@ func (x *extender) check(ctx context.Context, key item, channel, version string,
 // extend plans the extension of the blob at key, known to expire at from
 // and to hold ref (from its lifetimes entry).
 func (x *extender) extend(key item, ref string, from int64) *extension {
-	to, _ := x.until(from)
+	to, _ := x.rule.until(from)
 	return &extension{key: key, ref: ref, from: from, to: to}
 }
 

@@ -81,6 +81,15 @@ func getN(it item, name string) int64 {
 	return 0
 }
 
+// setMap sets the map attribute name of it to m; none when m is empty.
+func setMap(it item, name string, m item) {
+	if len(m) == 0 {
+		delete(it, name)
+		return
+	}
+	it[name] = &types.AttributeValueMemberM{Value: m}
+}
+
 // payloadAttr is a payload kept inline: {type, data}.
 func payloadAttr(v saver.Typed) types.AttributeValue {
 	data := v.Data

@@ -122,7 +122,7 @@ func (k *knownPart) update(c, _ *awsx.Expr, cp item) (conds, sets []string) {
 			m[b.blob.blob.Channel] = knownEntry(b.value)
 		}
 	}
-	setHint(cp, attrKnown, m)
+	setMap(cp, attrKnown, m)
 	return conds, nil
 }
 

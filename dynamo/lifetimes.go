@@ -135,9 +135,7 @@ type lifetimesPart struct {
 // to begin with.
 func (s *Store) newLifetimesPart(in *saver.PutCheckpoint, pk string, brought []*newBlob, blobExp int64, now time.Time) *lifetimesPart {
 	l := &lifetimesPart{s: s, exp: in.ExpiresAt, blobExp: blobExp, brought: brought}
-	l.ext = &extender{s: s, ns: in.CheckpointRef, until: func(exp int64) (int64, bool) {
-		return saver.ExtendedBlobExpiry(l.exp, exp, now)
-	}}
+	l.ext = &extender{s: s, ns: in.CheckpointRef, rule: putRule{cp: in.ExpiresAt, now: now}}
 	isBrought := make(map[[2]string]bool, len(brought))
 	for _, b := range brought {
 		isBrought[[2]string{b.blob.Channel, b.blob.Version}] = true
@@ -245,22 +243,25 @@ func (l *lifetimesPart) refuted(_ context.Context, old item) error {
 // next reads the blobs no entry vouches for and retags the payloads of the
 // blobs to extend, then returns the extensions of the next request, in
 // order.
-func (l *lifetimesPart) next(ctx context.Context) ([]*extension, error) {
+func (l *lifetimesPart) next(ctx context.Context) ([]awsx.WriteOp, error) {
 	if err := l.readUnknown(ctx); err != nil {
 		return nil, err
 	}
 	l.extended = l.extended[:0]
-	var out []*extension
+	var exts []*extension
 	for _, r := range l.refs {
 		if r.act == refExtend {
-			if err := l.ext.retag(ctx, r.ext); err != nil {
-				return nil, err
-			}
 			l.extended = append(l.extended, r)
-			out = append(out, r.ext)
+			exts = append(exts, r.ext)
 		}
 	}
-	return out, nil
+	if len(exts) == 0 {
+		return nil, nil
+	}
+	if err := l.ext.retag(ctx, exts...); err != nil {
+		return nil, err
+	}
+	return extensionOps(exts), nil
 }
 
 // failed decides again about the i-th blob the last request extended, from

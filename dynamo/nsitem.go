@@ -4,8 +4,6 @@ import (
 	"context"
 	"strings"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"github.com/saver-dev/saver/internal/awsx"
 )
 
@@ -83,16 +81,6 @@ func (n *nsItem) op(cp item) (awsx.WriteOp, bool) {
 		op.Cond = c
 	}
 	return op, len(conds) > 0
-}
-
-// setHint sets the map attribute name of the checkpoint item cp, which a
-// part records for reads, to m; none when m is empty.
-func setHint(cp item, name string, m item) {
-	if len(m) == 0 {
-		delete(cp, name)
-		return
-	}
-	cp[name] = &types.AttributeValueMemberM{Value: m}
 }
 
 // refuted has each part, in order, learn from the item as stored.

@@ -83,8 +83,8 @@ const (
 //   - known values (known.go): what a put knew of a checkpoint's values,
 //     which the next read takes from the cache.
 //
-// It is a view of the store (its cache and clock), so that a copy of a
-// Store value, which shares the cache, keeps its own clock.
+// It is a view of the store (patches{s}: its cache and clock), so that a
+// copy of a Store value, which shares the cache, keeps its own clock.
 type patches struct{ s *Store }
 
 // RememberValues sets the budget of the patch cache: the bytes of recent
@@ -98,9 +98,6 @@ func (s *Store) RememberValues(bytes int) {
 	}
 	s.recent = newRecent(bytes)
 }
-
-// patches returns the store's patch cache value.
-func (s *Store) patches() patches { return patches{s} }
 
 // on reports whether the store remembers values (and so makes patches).
 func (ps patches) on() bool { return ps.s.recent != nil }
@@ -255,7 +252,7 @@ func (p *patchPart) update(c, _ *awsx.Expr, cp item) (conds, sets []string) {
 			hint[b.blob.Channel] = stringList(b.patch.chain)
 		}
 	}
-	setHint(cp, attrChains, hint)
+	setMap(cp, attrChains, hint)
 	return conds, nil
 }
 

@@ -77,7 +77,7 @@ const (
 // reads the head first, and goes no further if it moved.
 func (s *Store) planPut(ctx context.Context, in *saver.PutCheckpoint) (*putPlan, error) {
 	now := s.Now()
-	p := &putPlan{s: s, patches: s.patches(), in: in, now: now, exp: in.ExpiresAt, blobExp: newBlobExpiry(in.ExpiresAt, now)}
+	p := &putPlan{s: s, patches: patches{s}, in: in, now: now, exp: in.ExpiresAt, blobExp: newBlobExpiry(in.ExpiresAt, now)}
 	pk := partitionKey(in.Tenant, in.ThreadID)
 	var guard *headGuard
 	if in.ExpectHead != nil {
@@ -100,6 +100,7 @@ func (s *Store) planPut(ctx context.Context, in *saver.PutCheckpoint) (*putPlan,
 	}
 	cp[attrBrought] = broughtAttr(in)
 	p.cp = awsx.WriteOp{Item: cp}
+	// The parts of the namespace item, in the order of their conditions.
 	parts := []nsPart{p.refs}
 	if known != nil {
 		parts = append(parts, known)
@@ -124,7 +125,7 @@ func (p *putPlan) next(ctx context.Context) ([]awsx.WriteOp, error) {
 
 // ops returns the ops of the plan's next request, in order: the namespace
 // item and extensions first, then the new blobs, the checkpoint last.
-func (p *putPlan) ops(exts []*extension) []awsx.WriteOp {
+func (p *putPlan) ops(exts []awsx.WriteOp) []awsx.WriteOp {
 	p.roles = p.roles[:0]
 	var ops []awsx.WriteOp
 	add := func(op awsx.WriteOp, r opRole) {
@@ -134,7 +135,7 @@ func (p *putPlan) ops(exts []*extension) []awsx.WriteOp {
 	ns, checks := p.ns.op(p.cp.Item)
 	add(ns, opRole{kind: roleNS})
 	for i, e := range exts {
-		add(e.op(), opRole{roleRef, i})
+		add(e, opRole{roleRef, i})
 	}
 	for i, b := range p.blobs {
 		if !b.dropped {

@@ -296,7 +296,7 @@ func (s *Store) kept(tenant string, items []item) (map[string]bool, error) {
 			}
 		}
 	}
-	s.patches().keepBases(items, keep)
+	patches{s}.keepBases(items, keep)
 	return keep, nil
 }
 

@@ -112,7 +112,8 @@ func (r *blobReader) value(pk, ns, channel, version string) (*resolved, *storedB
 		if err != nil {
 			return nil, nil, err
 		}
-		if v, err = r.s.patches().resolve(channel, version, sb, base); err != nil {
+		v, err = patches{r.s}.resolve(channel, version, sb, base)
+		if err != nil {
 			return nil, nil, err
 		}
 	}
