@@ -7,6 +7,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/saver-dev/saver"
+	"github.com/saver-dev/saver/internal/awsx"
 )
 
 // A put_writes stores its ordinary writes (idx >= 0) as one bundle item,
@@ -64,36 +65,27 @@ const maxBundles = 1000
 // bundle returns the insert of the seq-th bundle of ordinary writes (idx >=
 // 0) under the first one's task, offloaded when large, if absent or expired
 // like a single write.
-func (s *Store) bundle(ctx context.Context, ref saver.CheckpointRef, writes []saver.Write, seq int, exp int64) (writeOp, error) {
+func (s *Store) bundle(ctx context.Context, ref saver.CheckpointRef, writes []saver.Write, seq int, exp int64) (awsx.WriteOp, error) {
 	entries := make([]bundled, len(writes))
 	for i, w := range writes {
 		entries[i] = bundled{TaskID: w.TaskID, TaskPath: w.TaskPath, Idx: w.Idx, Channel: w.Channel, Type: w.Value.Type, Data: w.Value.Data}
 	}
 	data, err := msgpack.Marshal(entries)
 	if err != nil {
-		return writeOp{}, fmt.Errorf("encode bundle: %w", err)
+		return awsx.WriteOp{}, fmt.Errorf("encode bundle: %w", err)
 	}
 	first := writes[0]
 	value := saver.Typed{Type: bundleType, Data: data}
-	it := item{
-		attrPK:       attrS(partitionKey(ref.Tenant, ref.ThreadID)),
-		attrSK:       attrS(bundleKey(ref, first.TaskID, seq)),
-		attrKind:     attrS(itemWrite),
-		attrThread:   attrS(ref.ThreadID),
-		attrNS:       attrS(ref.NS),
-		attrID:       attrS(ref.ID),
-		attrTaskID:   attrS(first.TaskID),
-		attrTaskPath: attrS(first.TaskPath),
-		attrBundle:   attrN(int64(len(entries))),
-		attrValue:    payloadAttr(value),
-	}
-	if exp != 0 {
-		it[attrExpiresAt] = attrN(exp)
-	}
+	it := threadItem(ref, bundleKey(ref, first.TaskID, seq), itemWrite, exp)
+	it[attrID] = attrS(ref.ID)
+	it[attrTaskID] = attrS(first.TaskID)
+	it[attrTaskPath] = attrS(first.TaskPath)
+	it[attrBundle] = attrN(int64(len(entries)))
+	it[attrValue] = payloadAttr(value)
 	if err := s.offload(ctx, ref.Tenant, ref.ThreadID, it, attrValue, value, exp); err != nil {
-		return writeOp{}, fmt.Errorf("bundle of %d writes: %w", len(entries), err)
+		return awsx.WriteOp{}, fmt.Errorf("bundle of %d writes: %w", len(entries), err)
 	}
-	return writeOp{item: it, cond: absentOrExpired(s.Now())}, nil
+	return awsx.WriteOp{Item: it, Cond: absentOrExpired(s.Now())}, nil
 }
 
 // writeID is a write's identity: a task's writes of one idx are the same

@@ -1,9 +1,7 @@
 package dynamo
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -12,41 +10,6 @@ import (
 
 	"github.com/saver-dev/saver"
 )
-
-// PutCheckpoint writes the checkpoint's new blobs (insert-if-absent), the
-// update of its namespace's blob lifetimes, which guards the blobs it
-// references (see lifetimes.go), and the checkpoint item (upsert) in one
-// TransactWriteItems when they fit (100 items, 4 MB), so a checkpoint is
-// never visible without its blobs. Larger puts send the blobs first and the
-// checkpoint in the last transaction. A put that brings and references no
-// blob is one PutItem. Offloaded payloads are stored before any item that
-// points at them. A put with ExpectHead reads the head first and updates
-// the lifetimes item in every case, conditioned on its head token (see
-// head.go).
-func (s *Store) PutCheckpoint(ctx context.Context, in saver.PutCheckpoint) error {
-	p, err := s.planPut(ctx, &in)
-	if err != nil {
-		return fmt.Errorf("dynamo: put checkpoint %s: %w", in.ID, err)
-	}
-	for round := 1; ; round++ {
-		err := s.transact(ctx, p.ops())
-		var cf *condFailed
-		if !errors.As(err, &cf) {
-			if err != nil {
-				return fmt.Errorf("dynamo: put checkpoint %s: %w", in.ID, err)
-			}
-			s.remember(partitionKey(in.Tenant, in.ThreadID), &in, p)
-			return nil
-		}
-		if round == maxPutRounds {
-			return fmt.Errorf("dynamo: put checkpoint %s: %w: %w", in.ID,
-				saver.Errorf(saver.EUNAVAILABLE, "The checkpoint's blobs kept changing under the put; retry."), err)
-		}
-		if err := p.revise(ctx, cf.items); err != nil {
-			return fmt.Errorf("dynamo: put checkpoint %s: %w", in.ID, err)
-		}
-	}
-}
 
 // GetTuple reads the checkpoint with its pending writes in one Query: writes
 // sort right after their checkpoint, so a checkpoint's key prefix selects
@@ -85,7 +48,7 @@ func (s *Store) getTuple(ctx context.Context, ref saver.CheckpointRef) (*partial
 		in.ExpressionAttributeValues[":sk"] = attrS(checkpointKey(ref.NS, ref.ID))
 		in.Limit = nil
 	}
-	qerr := s.query(ctx, in, func(items []item) bool {
+	qerr := s.table.Query(ctx, in, func(items []item) bool {
 		for _, it := range items {
 			if out, err = w.add(it); err != nil || out != nil {
 				return false
@@ -180,81 +143,84 @@ func newPartial(tenant string, cp item, writes []item) (*partial, error) {
 // checkpoint's known entries match the values the store remembers
 // (known.go) and with BatchGetItem otherwise, fetches their offloaded
 // payloads and returns the finished tuples in order. With remember, the
-// store keeps the values it read, to patch on and to answer the next read
-// (a latest read: the next put of the thread is likely to change them).
-func (s *Store) complete(ctx context.Context, tenant string, ps []*partial, remember bool) ([]*saver.Tuple, error) {
+// store keeps the values it read (patches.rememberRead: a latest read, whose
+// thread's next put is likely to change them).
+func (s *Store) complete(ctx context.Context, tenant string, parts []*partial, remember bool) ([]*saver.Tuple, error) {
 	r := newBlobReader(s)
-	mem := make([]map[string]saver.Typed, len(ps))
-	for i, p := range ps {
-		pk := partitionKey(tenant, p.tup.ThreadID)
-		for ch, v := range p.tup.ChannelVersions {
-			k, ok := p.known[ch]
-			if val, ok := s.fromMemory(pk, p.tup.NS, ch, v, k, ok); ok {
-				if mem[i] == nil {
-					mem[i] = make(map[string]saver.Typed, len(p.tup.ChannelVersions))
-				}
-				mem[i][ch] = val
-				continue
-			}
-			r.want(pk, p.tup.NS, ch, v)
-			for _, c := range p.chains[ch] {
-				r.want(pk, p.tup.NS, ch, c)
-			}
-		}
-		r.pending.refs = append(r.pending.refs, p.loads.refs...)
-		r.pending.dsts = append(r.pending.dsts, p.loads.dsts...)
+	ps := patches{s}
+	mem := make([]map[string]saver.Typed, len(parts))
+	for i, p := range parts {
+		mem[i] = p.want(r, ps, partitionKey(tenant, p.tup.ThreadID))
 	}
 	if err := r.read(ctx); err != nil {
 		return nil, err
 	}
-	out := make([]*saver.Tuple, len(ps))
-	for i, p := range ps {
-		tup := p.tup
-		pk := partitionKey(tenant, tup.ThreadID)
-		for ch, v := range tup.ChannelVersions {
-			value, ok := mem[i][ch]
-			if !ok {
-				val, sb, err := r.value(pk, tup.NS, ch, v)
-				if err != nil {
-					return nil, fmt.Errorf("checkpoint %s: %w", tup.ID, err)
-				}
-				if val == nil {
-					continue
-				}
-				value = saver.Typed{Type: sb.blob.Value.Type, Data: val.data}
-				if remember {
-					s.rememberRead(recentKey{pk, tup.NS, ch}, v, value, val, sb.exp)
-				}
-			}
-			if value.Type != saver.EmptyType {
-				tup.Values = append(tup.Values, saver.Blob{Channel: ch, Version: v, Value: value})
-			}
+	out := make([]*saver.Tuple, len(parts))
+	for i, p := range parts {
+		if err := p.finish(r, ps, partitionKey(tenant, p.tup.ThreadID), mem[i], remember); err != nil {
+			return nil, fmt.Errorf("checkpoint %s: %w", p.tup.ID, err)
 		}
-		slices.SortFunc(tup.Values, func(a, b saver.Blob) int { return strings.Compare(a.Channel, b.Channel) })
-		for _, w := range p.writes {
-			tup.Writes = append(tup.Writes, *w)
-		}
-		if err := p.unbundle(); err != nil {
-			return nil, fmt.Errorf("checkpoint %s: %w", tup.ID, err)
-		}
-		saver.SortWrites(tup.Writes)
-		out[i] = tup
+		out[i] = p.tup
 	}
 	return out, nil
 }
 
-// rememberRead keeps a value a latest read returned. A copy: the tuple's
-// value goes to the caller.
-func (s *Store) rememberRead(k recentKey, version string, v saver.Typed, val *resolved, exp int64) {
-	if s.recent == nil {
-		return
+// want returns the checkpoint's values that the store remembers as its
+// known entries say (known.go), and adds the others to r's read, with the
+// chains the checkpoint lists for them and its offloaded payloads.
+func (p *partial) want(r *blobReader, ps patches, pk string) map[string]saver.Typed {
+	var mem map[string]saver.Typed
+	for ch, v := range p.tup.ChannelVersions {
+		k, ok := p.known[ch]
+		if val, ok := ps.fromMemory(pk, p.tup.NS, ch, v, k, ok); ok {
+			if mem == nil {
+				mem = make(map[string]saver.Typed, len(p.tup.ChannelVersions))
+			}
+			mem[ch] = val
+			continue
+		}
+		r.want(pk, p.tup.NS, ch, v)
+		for _, c := range p.chains[ch] {
+			r.want(pk, p.tup.NS, ch, c)
+		}
 	}
-	hash := val.hash
-	if hash == "" {
-		hash = contentHash(val.data)
+	r.pending.refs = append(r.pending.refs, p.loads.refs...)
+	r.pending.dsts = append(r.pending.dsts, p.loads.dsts...)
+	return mem
+}
+
+// finish sets the tuple's values, from mem or as r read them (remembering
+// those with remember), and its writes, in the contract's order.
+func (p *partial) finish(r *blobReader, ps patches, pk string, mem map[string]saver.Typed, remember bool) error {
+	tup := p.tup
+	for ch, v := range tup.ChannelVersions {
+		value, ok := mem[ch]
+		if !ok {
+			val, sb, err := r.value(pk, tup.NS, ch, v)
+			if err != nil {
+				return err
+			}
+			if val == nil {
+				continue
+			}
+			value = saver.Typed{Type: sb.blob.Value.Type, Data: val.data}
+			if remember {
+				ps.rememberRead(recentKey{pk, tup.NS, ch}, v, value.Type, val, sb.exp)
+			}
+		}
+		if value.Type != saver.EmptyType {
+			tup.Values = append(tup.Values, saver.Blob{Channel: ch, Version: v, Value: value})
+		}
 	}
-	s.recent.put(&recentValue{key: k, version: version, typ: v.Type, data: bytes.Clone(val.data),
-		chain: val.chain, patched: val.patched, exp: exp, hash: hash})
+	slices.SortFunc(tup.Values, func(a, b saver.Blob) int { return strings.Compare(a.Channel, b.Channel) })
+	for _, w := range p.writes {
+		tup.Writes = append(tup.Writes, *w)
+	}
+	if err := p.unbundle(); err != nil {
+		return err
+	}
+	saver.SortWrites(tup.Writes)
+	return nil
 }
 
 // unbundle adds the writes of p's bundles to its tuple. A write also stored

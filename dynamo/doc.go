@@ -14,7 +14,7 @@
 //	    c!<ns>!<checkpoint id>!w!<task id>!<idx>!        pending write (special)
 //	    c!<ns>!<checkpoint id>!w!<task id>!s<seq>!       bundle of writes
 //	    b!<ns>!<channel>!<version>!                      channel value (blob)
-//	    x!<ns>!                                          blob lifetimes
+//	    x!<ns>!                                          lifetimes item
 //
 // Each part is escaped so that it never holds the separator "!": bytes up
 // to "#" become "#" and two hex digits. The escape keeps byte order, and "!"
@@ -54,14 +54,16 @@
 //	            value (see patched.go)
 //	lifetimes   ch:<channel> = {v: version, e: expiry, r: offloaded
 //	            reference, p: a patch, h: content hash} per channel of the
-//	            namespace (see lifetimes.go, patched.go);
+//	            namespace (see lifetimes.go, known.go, patched.go);
 //	            head = {i: checkpoint id, n: nonce}, the token of
-//	            conditional puts (see head.go)
+//	            conditional puts (see head.go); each protocol is a part
+//	            of the put's update of the item (nsitem.go)
 //
-// A payload is a map {type, data} inline, or {type, ref} when an Offloader
-// (s3offload in production) took the data because the item would have been
-// larger than its threshold (350 KB by default). The offloaded object is
-// always written before the item that points at it.
+// A payload is a map {type, data} inline, or {type, ref} when the item
+// would have been larger than Store.OffloadThreshold (350 KB by default;
+// SAVER_OFFLOAD_BYTES) and an Offloader (s3offload in production) took the
+// data. The offloaded object is always written before the item that points
+// at it.
 //
 // Idempotency keys have a partition each, which no thread's can equal (see
 // ledger.go):
@@ -222,5 +224,8 @@
 // re-sent the same way. When retries run out the store returns
 // EUNAVAILABLE (the API answers 503 with Retry-After); a failed condition is
 // ECONFLICT, an item over DynamoDB's size limit ETOOLARGE, anything else
-// EINTERNAL with the SDK error in the chain.
+// EINTERNAL with the SDK error in the chain. These mechanics, which know
+// nothing of checkpoints (expressions, transactions, batches, paging, the
+// retry policy, error translation, request counting), are in
+// internal/awsx, which s3offload shares.
 package dynamo

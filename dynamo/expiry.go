@@ -2,8 +2,8 @@ package dynamo
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/saver-dev/saver"
+	"github.com/saver-dev/saver/internal/awsx"
 )
 
 var _ saver.Expirer = (*Store)(nil)
@@ -39,178 +40,202 @@ func (s *Store) SetExpiry(ctx context.Context, ref saver.CheckpointRef, expiresA
 
 func (s *Store) setExpiry(ctx context.Context, ref saver.CheckpointRef, exp int64) error {
 	now := s.Now()
-	pk := partitionKey(ref.Tenant, ref.ThreadID)
-	cpKey := item{attrPK: attrS(pk), attrSK: attrS(checkpointKey(ref.NS, ref.ID))}
-	notFound := saver.CheckpointNotFound(ref)
+	cp, writes, err := s.checkpointWrites(ctx, ref)
+	if err != nil {
+		return err
+	}
+	if cp == nil || s.expired(getN(cp, attrExpiresAt)) {
+		return saver.CheckpointNotFound(ref)
+	}
+	blobs, lifetimes, err := s.checkpointBlobs(ctx, ref, cp)
+	if err != nil {
+		return err
+	}
+	c := awsx.NewExpr("c")
+	c.Text = fmt.Sprintf("attribute_exists(%s) AND (attribute_not_exists(%s) OR %s > %s)",
+		c.Name(attrPK), c.Name(attrExpiresAt), c.Name(attrExpiresAt), c.Value(attrN(now.Unix())))
+	p := &expiryPlan{
+		ref: ref, exp: exp, lkey: lifetimesKey(getS(cp, attrPK), ref.NS), keepLifetimes: true,
+		exts: map[string]*extension{}, entries: map[string]blobRef{},
+		cp: awsx.WriteOp{Item: keyOf(cp), Set: expirySet(exp), Cond: c}, cpRefs: refs(cp),
+	}
+	p.x = &extender{s: s, ns: ref, rule: expiryRule{exp}}
+	for _, it := range append(writes, blobs...) {
+		if err := p.plan(ctx, it, lifetimes); err != nil {
+			return err
+		}
+	}
+	return s.send(ctx, p, "The checkpoint's items kept changing; retry.")
+}
 
-	proj := newExpr("p")
-	proj.text = strings.Join([]string{
-		proj.name(attrPK), proj.name(attrSK), proj.name(attrKind), proj.name(attrExpiresAt), proj.name(attrVersions),
-		proj.path(attrBody, payloadRef), proj.path(attrValue, payloadRef),
+// checkpointWrites reads a checkpoint and its writes, projected on their
+// keys, expiries, versions and offloaded references: nil if it is absent.
+func (s *Store) checkpointWrites(ctx context.Context, ref saver.CheckpointRef) (cp item, writes []item, err error) {
+	proj := awsx.NewExpr("p")
+	proj.Text = strings.Join([]string{
+		proj.Name(attrPK), proj.Name(attrSK), proj.Name(attrKind), proj.Name(attrExpiresAt), proj.Name(attrVersions),
+		proj.Path(attrBody, payloadRef), proj.Path(attrValue, payloadRef),
 	}, ", ")
-	var (
-		cp    item
-		items []item // the writes, then the blobs
-	)
-	err := s.query(ctx, &dynamodb.QueryInput{
-		KeyConditionExpression:    ptr("PK = :pk AND begins_with(SK, :sk)"),
-		ExpressionAttributeValues: item{":pk": cpKey[attrPK], ":sk": cpKey[attrSK]},
-		ExpressionAttributeNames:  proj.names,
-		ProjectionExpression:      &proj.text,
+	err = s.table.Query(ctx, &dynamodb.QueryInput{
+		KeyConditionExpression: ptr("PK = :pk AND begins_with(SK, :sk)"),
+		ExpressionAttributeValues: item{
+			":pk": attrS(partitionKey(ref.Tenant, ref.ThreadID)),
+			":sk": attrS(checkpointKey(ref.NS, ref.ID)),
+		},
+		ExpressionAttributeNames: proj.Names,
+		ProjectionExpression:     &proj.Text,
 	}, func(page []item) bool {
 		for _, it := range page {
 			switch getS(it, attrKind) {
 			case itemCheckpoint:
 				cp = it
 			case itemWrite:
-				items = append(items, it)
+				writes = append(writes, it)
 			}
 		}
 		return true
 	})
-	if err != nil {
-		return err
-	}
-	if cp == nil || s.expired(getN(cp, attrExpiresAt)) {
-		return notFound
-	}
-	var keys []item
+	return cp, writes, err
+}
+
+// checkpointBlobs reads the blobs of a checkpoint and its namespace's
+// lifetimes item (nil if none) in one BatchGetItem per 100, projected on
+// keys, expiries, references, chains and the entries of its channels.
+func (s *Store) checkpointBlobs(ctx context.Context, ref saver.CheckpointRef, cp item) (blobs []item, lifetimes item, err error) {
+	pk := getS(cp, attrPK)
 	lkey := lifetimesKey(pk, ref.NS)
-	bproj := newExpr("p")
-	fields := []string{bproj.name(attrPK), bproj.name(attrSK), bproj.name(attrExpiresAt), bproj.name(attrChannel), bproj.name(attrVersion), bproj.path(attrValue, payloadRef), bproj.name(attrChain)}
+	var keys []item
+	proj := awsx.NewExpr("p")
+	fields := []string{proj.Name(attrPK), proj.Name(attrSK), proj.Name(attrExpiresAt), proj.Name(attrChannel), proj.Name(attrVersion), proj.Path(attrValue, payloadRef), proj.Name(attrChain)}
 	if m, ok := cp[attrVersions].(*types.AttributeValueMemberM); ok {
 		for ch, v := range m.Value {
 			if v, ok := v.(*types.AttributeValueMemberS); ok {
 				keys = append(keys, item{attrPK: attrS(pk), attrSK: attrS(blobKey(ref.NS, ch, v.Value))})
-				fields = append(fields, bproj.name(entryPrefix+ch))
+				fields = append(fields, proj.Name(entryPrefix+ch))
 			}
 		}
 	}
-	bproj.text = strings.Join(fields, ", ")
-	found, err := s.batchGet(ctx, append(keys, lkey), bproj)
-	if err != nil {
-		return err
-	}
-	var lifetimes item
+	proj.Text = strings.Join(fields, ", ")
+	found, err := s.table.BatchGet(ctx, append(keys, lkey), proj)
 	for _, it := range found {
 		if getS(it, attrSK) == getS(lkey, attrSK) {
 			lifetimes = it
 		} else {
-			items = append(items, it)
+			blobs = append(blobs, it)
 		}
 	}
+	return blobs, lifetimes, err
+}
 
-	// extend returns the expiry to give an item stored with old, if any.
-	extend := func(old item) (from int64, ok bool) {
-		from, expires := expiryOf(old)
-		if old == nil || !expires || s.expired(from) || (exp != 0 && from >= exp) {
-			return 0, false
-		}
-		return from, true
+// expiryPlan is a SetExpiry on its way: the extensions of the checkpoint's
+// blobs and writes, the lifetimes entries of the blobs extended, and the
+// checkpoint's new expiry, last.
+type expiryPlan struct {
+	ref  saver.CheckpointRef
+	exp  int64
+	x    *extender
+	exts map[string]*extension // by sort key
+	// entries are the lifetimes entries of the blobs extended (by sort
+	// key), where the lifetimes item has them at the same version or not
+	// at all, so that the next puts need not find out. They go only while
+	// their blob's extension does, so that no entry vouches for a blob
+	// that turned out gone, and not at all once the item turned out gone.
+	entries       map[string]blobRef
+	lkey          item
+	keepLifetimes bool
+	cp            awsx.WriteOp
+	cpRefs        []string // the checkpoint's offloaded payloads, retagged once
+	sks           []string // the extensions of the last request, in order
+	first         int      // the index of the first extension in it
+}
+
+// plan adds what an item of the checkpoint needs: an extension, and a
+// lifetimes entry for a blob extended.
+func (p *expiryPlan) plan(ctx context.Context, it, lifetimes item) error {
+	ch, v := getS(it, attrChannel), getS(it, attrVersion)
+	st, err := p.x.check(ctx, keyOf(it), ch, v, it, nil)
+	if err != nil || st.ext == nil {
+		return err
 	}
-	plan := map[string]int64{}      // sort key -> expiry the item is extended from
-	extKeys := map[string]item{}    // sort key -> primary key
-	wholes := map[string]item{}     // sort key -> whole value of a patch, written in its place
-	entries := map[string]blobRef{} // sort key -> lifetimes entry of a blob extended
-	for _, it := range items {
-		from, ok := extend(it)
-		if !ok {
-			continue
+	sk := getS(it, attrSK)
+	p.exts[sk] = st.ext
+	if ch == "" || getS(it, attrKind) == itemWrite || lifetimes == nil {
+		return nil
+	}
+	if e, ok := entry(lifetimes, ch); !ok || e.version == v {
+		p.entries[sk] = blobRef{channel: ch, version: v, ref: st.ext.ref}
+	}
+	return nil
+}
+
+// next retags the offloaded payloads, then returns the lifetimes update
+// (if any), the extensions and the checkpoint.
+func (p *expiryPlan) next(ctx context.Context) ([]awsx.WriteOp, error) {
+	p.sks = slices.Sorted(maps.Keys(p.exts))
+	exts := make([]*extension, len(p.sks))
+	for i, sk := range p.sks {
+		exts[i] = p.exts[sk]
+	}
+	if err := p.x.retag(ctx, exts...); err != nil {
+		return nil, err
+	}
+	for _, ref := range p.cpRefs {
+		if err := p.x.s.retag(ctx, ref, p.exp); err != nil {
+			return nil, err
 		}
-		for _, ref := range refs(it) {
-			if err := s.retag(ctx, ref, exp); err != nil {
-				return err
-			}
+	}
+	p.cpRefs = nil
+	var ops []awsx.WriteOp
+	if op := p.lifetimesOp(); op != nil {
+		ops = append(ops, *op)
+	}
+	p.first = len(ops)
+	ops = append(ops, extensionOps(exts)...)
+	return append(ops, p.cp), nil
+}
+
+// lifetimesOp returns the update of the entries of the blobs extended, nil
+// when there is none.
+func (p *expiryPlan) lifetimesOp() *awsx.WriteOp {
+	u := awsx.NewExpr("u")
+	var sets []string
+	for _, sk := range p.sks {
+		if e, ok := p.entries[sk]; ok {
+			sets = append(sets, u.Name(entryPrefix+e.channel)+" = "+u.Value(entryValue(e, p.exp)))
 		}
-		sk := getS(it, attrSK)
-		plan[sk], extKeys[sk] = from, keyOf(it)
-		if chainOf(it) != nil {
-			// A patch is never extended: its chain would not be.
-			whole, err := s.wholeItem(ctx, ref, getS(it, attrChannel), getS(it, attrVersion), exp)
+	}
+	if !p.keepLifetimes || len(sets) == 0 {
+		return nil
+	}
+	c := awsx.NewExpr("l")
+	c.Text = "attribute_exists(" + c.Name(attrPK) + ")"
+	u.Text = "SET " + strings.Join(sets, ", ")
+	return &awsx.WriteOp{Item: p.lkey, Set: u, Cond: c}
+}
+
+// revise takes what the last request failed on: the checkpoint gone or
+// expired (ENOTFOUND), the lifetimes item gone, or items extended or
+// changed since they were read, which are checked again.
+func (p *expiryPlan) revise(ctx context.Context, failed map[int]item) error {
+	for i, old := range failed {
+		switch {
+		case i == p.first+len(p.sks):
+			return saver.CheckpointNotFound(p.ref)
+		case i < p.first:
+			p.keepLifetimes = false
+		default:
+			sk := p.sks[i-p.first]
+			prev := p.exts[sk]
+			st, err := p.x.check(ctx, prev.key, prev.channel, prev.version, old, prev)
 			if err != nil {
 				return err
 			}
-			wholes[sk] = whole
-			it = whole
-		}
-		if ch, v := getS(it, attrChannel), getS(it, attrVersion); lifetimes != nil && getS(it, attrKind) != itemWrite && ch != "" {
-			if e, ok := entry(lifetimes, ch); !ok || e.version == v {
-				entries[sk] = blobRef{channel: ch, version: v, ref: valueRef(it)}
-			}
-		}
-	}
-	for _, ref := range refs(cp) {
-		if err := s.retag(ctx, ref, exp); err != nil {
-			return err
-		}
-	}
-	c := newExpr("c")
-	c.text = fmt.Sprintf("attribute_exists(%s) AND (attribute_not_exists(%s) OR %s > %s)",
-		c.name(attrPK), c.name(attrExpiresAt), c.name(attrExpiresAt), c.value(attrN(now.Unix())))
-	cpOp := writeOp{item: cpKey, set: expirySet(exp), cond: c}
-	// The entries of the blobs extended say so, where the lifetimes item
-	// has them at the same version (or not at all), so that the next puts
-	// need not find out. Built each round: only blobs still extended get
-	// one, so that no entry vouches for a blob that turned out gone.
-	keepLifetimes := true
-	lifetimesOp := func(sks []string) *writeOp {
-		u := newExpr("u")
-		var sets []string
-		for _, sk := range sks {
-			if e, ok := entries[sk]; ok {
-				sets = append(sets, u.name(entryPrefix+e.channel)+" = "+u.value(entryValue(e, exp)))
-			}
-		}
-		if !keepLifetimes || len(sets) == 0 {
-			return nil
-		}
-		lc := newExpr("l")
-		lc.text = "attribute_exists(" + lc.name(attrPK) + ")"
-		u.text = "SET " + strings.Join(sets, ", ")
-		return &writeOp{item: lkey, set: u, cond: lc}
-	}
-
-	for round := 1; ; round++ {
-		sks := make([]string, 0, len(plan))
-		for sk := range plan {
-			sks = append(sks, sk)
-		}
-		slices.Sort(sks)
-		var ops []writeOp
-		if op := lifetimesOp(sks); op != nil {
-			ops = append(ops, *op)
-		}
-		first := len(ops) // index of the first extension
-		for _, sk := range sks {
-			if whole := wholes[sk]; whole != nil {
-				ops = append(ops, writeOp{item: whole, cond: expiresAt(plan[sk])})
+			if st.ext == nil {
+				delete(p.exts, sk)
 				continue
 			}
-			ops = append(ops, extendOp(extKeys[sk], plan[sk], exp))
-		}
-		ops = append(ops, cpOp)
-		err := s.transact(ctx, ops)
-		var cf *condFailed
-		if !errors.As(err, &cf) {
-			return err
-		}
-		if round == maxPutRounds {
-			return fmt.Errorf("%w: %w", saver.Errorf(saver.EUNAVAILABLE, "The checkpoint's items kept changing; retry."), err)
-		}
-		for i, old := range cf.items {
-			switch {
-			case i == len(ops)-1:
-				return notFound
-			case i < first:
-				keepLifetimes = false // gone: nothing to keep in step
-			default:
-				sk := sks[i-first]
-				if from, ok := extend(old); ok {
-					plan[sk] = from
-				} else {
-					delete(plan, sk)
-				}
-			}
+			p.exts[sk] = st.ext
 		}
 	}
+	return nil
 }

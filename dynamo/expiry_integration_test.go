@@ -32,7 +32,7 @@ import (
 // offloaded, so that the tags are exercised.
 func TestBlobOutlivesItsWriter(t *testing.T) {
 	st := localstack.MustStore(t)
-	st.Offload.Threshold = 0
+	st.Store.OffloadThreshold = 0
 	clock := storetest.NewClock()
 	s := withClock(st.Store, clock.Now)
 	t0 := clock.Now()
@@ -92,7 +92,7 @@ func TestBlobOutlivesItsWriter(t *testing.T) {
 // its own. Every payload is offloaded.
 func TestPinItems(t *testing.T) {
 	st := localstack.MustStore(t)
-	st.Offload.Threshold = 0
+	st.Store.OffloadThreshold = 0
 	clock := storetest.NewClock()
 	s := withClock(st.Store, clock.Now)
 	ref := storetest.NewRef()
@@ -143,7 +143,7 @@ func TestPinItems(t *testing.T) {
 // The live checkpoint reads back whole throughout.
 func TestSweeperRemovesExpired(t *testing.T) {
 	st := localstack.MustStore(t)
-	st.Offload.Threshold = 0
+	st.Store.OffloadThreshold = 0
 	clock := storetest.NewClock()
 	s := withClock(st.Store, clock.Now)
 	sweeper := s3offload.NewSweeper(st.Offload, s)

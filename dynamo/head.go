@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/saver-dev/saver"
+	"github.com/saver-dev/saver/internal/awsx"
 )
 
 // Conditional puts (saver.PutCheckpoint.ExpectHead). A namespace's head is
@@ -42,9 +43,11 @@ const (
 	headNonce = "n"
 )
 
-// headGuard is the condition of a conditional put on its namespace's head
-// token, revised when a request fails on it.
+// headGuard is the head token of a conditional put, a part of its
+// namespace item: the condition on the token, revised when a request fails
+// on it.
 type headGuard struct {
+	s                *Store
 	pk, threadID, ns string
 	expect           string // the head the put expects, "" for none
 	head             string // the head once the put is stored: the token's id
@@ -58,8 +61,8 @@ type headGuard struct {
 // guardHead reads the head of the put's namespace and returns the guard of
 // its transaction, or ECONFLICT if the head is not the one expected.
 func (s *Store) guardHead(ctx context.Context, in *saver.PutCheckpoint, pk string) (*headGuard, error) {
-	g := &headGuard{pk: pk, threadID: in.ThreadID, ns: in.NS, expect: *in.ExpectHead, nonce: rand.Text()}
-	if err := g.check(ctx, s); err != nil {
+	g := &headGuard{s: s, pk: pk, threadID: in.ThreadID, ns: in.NS, expect: *in.ExpectHead, nonce: rand.Text()}
+	if err := g.check(ctx); err != nil {
 		return nil, err
 	}
 	g.head = max(in.ID, g.expect) // ids order checkpoints, as GetTuple's latest
@@ -67,8 +70,8 @@ func (s *Store) guardHead(ctx context.Context, in *saver.PutCheckpoint, pk strin
 }
 
 // check returns ECONFLICT unless the namespace's head is the one expected.
-func (g *headGuard) check(ctx context.Context, s *Store) error {
-	head, err := s.head(ctx, g.pk, g.ns)
+func (g *headGuard) check(ctx context.Context) error {
+	head, err := g.s.head(ctx, g.pk, g.ns)
 	if err != nil {
 		return err
 	}
@@ -78,22 +81,36 @@ func (g *headGuard) check(ctx context.Context, s *Store) error {
 	return nil
 }
 
+// update returns the condition on the token and the token the put sets.
+func (g *headGuard) update(c, u *awsx.Expr, _ item) (conds, sets []string) {
+	return []string{g.cond(c)}, []string{u.Name(attrHead) + " = " + u.Value(g.token())}
+}
+
+// refuted handles a request the namespace item failed: when the token did
+// not meet the condition, the head is read again (revise).
+func (g *headGuard) refuted(ctx context.Context, old item) error {
+	if g.accepts(old) {
+		return nil // the other parts' conditions failed
+	}
+	return g.revise(ctx, old)
+}
+
 // cond returns the condition on the token, with c's placeholders.
-func (g *headGuard) cond(c *expr) string {
-	nonce := c.path(attrHead, headNonce) + " = "
+func (g *headGuard) cond(c *awsx.Expr) string {
+	nonce := c.Path(attrHead, headNonce) + " = "
 	var alts []string
 	switch {
 	case !g.reread:
-		alts = append(alts, "attribute_not_exists("+c.name(attrHead)+")")
+		alts = append(alts, "attribute_not_exists("+c.Name(attrHead)+")")
 		if g.expect != "" {
-			alts = append(alts, c.path(attrHead, headID)+" = "+c.value(attrS(g.expect)))
+			alts = append(alts, c.Path(attrHead, headID)+" = "+c.Value(attrS(g.expect)))
 		}
 	case g.seen == "":
-		alts = append(alts, "attribute_not_exists("+c.name(attrHead)+")")
+		alts = append(alts, "attribute_not_exists("+c.Name(attrHead)+")")
 	default:
-		alts = append(alts, nonce+c.value(attrS(g.seen)))
+		alts = append(alts, nonce+c.Value(attrS(g.seen)))
 	}
-	alts = append(alts, nonce+c.value(attrS(g.nonce)))
+	alts = append(alts, nonce+c.Value(attrS(g.nonce)))
 	return "(" + strings.Join(alts, " OR ") + ")"
 }
 
@@ -102,8 +119,8 @@ func (g *headGuard) token() types.AttributeValue {
 	return &types.AttributeValueMemberM{Value: item{headID: attrS(g.head), headNonce: attrS(g.nonce)}}
 }
 
-// accepts reports whether the lifetimes item as stored (nil: none) meets
-// cond: when it does, its entries failed the request, not the token.
+// accepts reports whether the namespace item as stored (nil: none) meets
+// cond: when it does, the other parts failed the request, not the token.
 func (g *headGuard) accepts(old item) bool {
 	m, ok := old[attrHead].(*types.AttributeValueMemberM)
 	if !ok {
@@ -122,8 +139,8 @@ func (g *headGuard) accepts(old item) bool {
 // revise handles a request that failed on the token, stored as in old: it
 // reads the head again and returns ECONFLICT if it moved; otherwise the
 // token was stale, and the next request accepts it as it is.
-func (g *headGuard) revise(ctx context.Context, s *Store, old item) error {
-	if err := g.check(ctx, s); err != nil {
+func (g *headGuard) revise(ctx context.Context, old item) error {
+	if err := g.check(ctx); err != nil {
 		return err
 	}
 	g.reread, g.seen = true, ""
@@ -138,18 +155,18 @@ func (g *headGuard) revise(ctx context.Context, s *Store, old item) error {
 // of the namespace, projected on what tells checkpoints from writes and the
 // live from the expired.
 func (s *Store) head(ctx context.Context, pk, ns string) (string, error) {
-	p := newExpr("p")
-	p.text = strings.Join([]string{p.name(attrKind), p.name(attrID), p.name(attrExpiresAt)}, ", ")
+	p := awsx.NewExpr("p")
+	p.Text = strings.Join([]string{p.Name(attrKind), p.Name(attrID), p.Name(attrExpiresAt)}, ", ")
 	in := &dynamodb.QueryInput{
 		KeyConditionExpression:    ptr("PK = :pk AND begins_with(SK, :sk)"),
 		ExpressionAttributeValues: item{":pk": attrS(pk), ":sk": attrS(nsPrefix(ns))},
-		ExpressionAttributeNames:  p.names,
-		ProjectionExpression:      &p.text,
+		ExpressionAttributeNames:  p.Names,
+		ProjectionExpression:      &p.Text,
 		ScanIndexForward:          ptr(false),
 		Limit:                     ptr(s.FirstPage),
 	}
 	head := ""
-	err := s.query(ctx, in, func(items []item) bool {
+	err := s.table.Query(ctx, in, func(items []item) bool {
 		for _, it := range items {
 			if getS(it, attrKind) == itemCheckpoint && !s.expired(getN(it, attrExpiresAt)) {
 				head = getS(it, attrID)

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/saver-dev/saver"
+	"github.com/saver-dev/saver/internal/awsx"
 )
 
 // headDB is txDB answering the head Queries of conditional puts: the i-th
@@ -190,7 +191,7 @@ func TestHeadGuardAccepts(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := tt.g.accepts(tt.stored); got != tt.want {
-				t.Fatalf("accepts(%v) = %v, want %v (condition %s)", tt.stored, got, tt.want, tt.g.cond(newExpr("c")))
+				t.Fatalf("accepts(%v) = %v, want %v (condition %s)", tt.stored, got, tt.want, tt.g.cond(awsx.NewExpr("c")))
 			}
 		})
 	}

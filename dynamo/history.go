@@ -130,9 +130,9 @@ type historyScan struct {
 
 // page reads the next page of the Query.
 func (h *historyScan) page(ctx context.Context) error {
-	out, err := h.s.db.Query(ctx, h.withTable())
+	out, err := h.s.table.QueryPage(ctx, h.in)
 	if err != nil {
-		return translate(err)
+		return err
 	}
 	for _, it := range out.Items {
 		h.add(it)
@@ -143,11 +143,6 @@ func (h *historyScan) page(ctx context.Context) error {
 		h.in.ExclusiveStartKey = out.LastEvaluatedKey
 	}
 	return nil
-}
-
-func (h *historyScan) withTable() *dynamodb.QueryInput {
-	h.in.TableName, h.in.ConsistentRead = &h.s.table, ptr(true)
-	return h.in
 }
 
 // add takes the next item in descending key order.

@@ -31,7 +31,7 @@ func TestStore(t *testing.T) {
 // that every payload goes through S3.
 func TestStoreOffloadEverything(t *testing.T) {
 	st := localstack.MustStore(t)
-	st.Offload.Threshold = 0
+	st.Store.OffloadThreshold = 0
 	storetest.Run(t, func(t *testing.T) saver.Store { return st.Store })
 }
 

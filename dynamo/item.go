@@ -11,6 +11,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/saver-dev/saver"
+	"github.com/saver-dev/saver/internal/awsx"
 )
 
 // Attribute names. Items carry their fields as attributes rather than only in
@@ -58,7 +59,7 @@ const (
 // MaxItemBytes is DynamoDB's item size limit (400 KiB, attribute names included).
 const MaxItemBytes = 400 << 10
 
-type item = map[string]types.AttributeValue
+type item = awsx.Item
 
 func attrS(s string) *types.AttributeValueMemberS { return &types.AttributeValueMemberS{Value: s} }
 func attrN(n int64) *types.AttributeValueMemberN {
@@ -80,6 +81,15 @@ func getN(it item, name string) int64 {
 	return 0
 }
 
+// setMap sets the map attribute name of it to m; none when m is empty.
+func setMap(it item, name string, m item) {
+	if len(m) == 0 {
+		delete(it, name)
+		return
+	}
+	it[name] = &types.AttributeValueMemberM{Value: m}
+}
+
 // payloadAttr is a payload kept inline: {type, data}.
 func payloadAttr(v saver.Typed) types.AttributeValue {
 	data := v.Data
@@ -98,19 +108,18 @@ func refAttr(typ, ref string) types.AttributeValue {
 }
 
 // offload replaces the payload attribute name of it with a reference when
-// the item would be too large with it inline. Without an Offloader an item
-// over DynamoDB's limit is refused here, before anything is written.
+// the item is larger than OffloadThreshold with it inline. Without an
+// Offloader an item over DynamoDB's limit is refused here, before anything
+// is written.
 func (s *Store) offload(ctx context.Context, tenant, threadID string, it item, name string, v saver.Typed, exp int64) error {
-	size := itemSize(it)
-	if s.Offload != nil {
-		ref, err := s.Offload.Offload(ctx, tenant, threadID, v.Data, size, exp)
+	size := awsx.ItemSize(it)
+	if s.Offload != nil && size > s.OffloadThreshold {
+		ref, err := s.Offload.Offload(ctx, tenant, threadID, v.Data, exp)
 		if err != nil {
 			return err
 		}
-		if ref != "" {
-			it[name] = refAttr(v.Type, ref)
-			size = itemSize(it)
-		}
+		it[name] = refAttr(v.Type, ref)
+		size = awsx.ItemSize(it)
 	}
 	if size > MaxItemBytes {
 		return saver.Errorf(saver.ETOOLARGE, "An item of %d bytes is over DynamoDB's limit of %d bytes.", size, MaxItemBytes)
@@ -195,22 +204,13 @@ func nodeParents(v any) item {
 // writeItem returns the item of a pending write against ref, its value
 // inline: PutWrites offloads it once it knows the writes go one per item.
 func writeItem(ref saver.CheckpointRef, w saver.Write, exp int64) item {
-	it := item{
-		attrPK:       attrS(partitionKey(ref.Tenant, ref.ThreadID)),
-		attrSK:       attrS(writeKey(ref.NS, ref.ID, w.TaskID, w.Idx)),
-		attrKind:     attrS(itemWrite),
-		attrThread:   attrS(ref.ThreadID),
-		attrNS:       attrS(ref.NS),
-		attrID:       attrS(ref.ID),
-		attrTaskID:   attrS(w.TaskID),
-		attrTaskPath: attrS(w.TaskPath),
-		attrIdx:      attrN(w.Idx),
-		attrChannel:  attrS(w.Channel),
-		attrValue:    payloadAttr(w.Value),
-	}
-	if exp != 0 {
-		it[attrExpiresAt] = attrN(exp)
-	}
+	it := threadItem(ref, writeKey(ref.NS, ref.ID, w.TaskID, w.Idx), itemWrite, exp)
+	it[attrID] = attrS(ref.ID)
+	it[attrTaskID] = attrS(w.TaskID)
+	it[attrTaskPath] = attrS(w.TaskPath)
+	it[attrIdx] = attrN(w.Idx)
+	it[attrChannel] = attrS(w.Channel)
+	it[attrValue] = payloadAttr(w.Value)
 	return it
 }
 
@@ -225,15 +225,22 @@ func (s *Store) blobItem(ctx context.Context, ref saver.CheckpointRef, b saver.B
 
 // inlineBlobItem returns the item of a channel value, the value inline.
 func inlineBlobItem(ref saver.CheckpointRef, b saver.Blob, exp int64) item {
+	it := threadItem(ref, blobKey(ref.NS, b.Channel, b.Version), itemBlob, exp)
+	it[attrChannel] = attrS(b.Channel)
+	it[attrVersion] = attrS(b.Version)
+	it[attrValue] = payloadAttr(b.Value)
+	return it
+}
+
+// threadItem returns the attributes every item of a thread's namespace
+// has: its keys, kind, thread, namespace and expiry (none for 0).
+func threadItem(ref saver.CheckpointRef, sk, kind string, exp int64) item {
 	it := item{
-		attrPK:      attrS(partitionKey(ref.Tenant, ref.ThreadID)),
-		attrSK:      attrS(blobKey(ref.NS, b.Channel, b.Version)),
-		attrKind:    attrS(itemBlob),
-		attrThread:  attrS(ref.ThreadID),
-		attrNS:      attrS(ref.NS),
-		attrChannel: attrS(b.Channel),
-		attrVersion: attrS(b.Version),
-		attrValue:   payloadAttr(b.Value),
+		attrPK:     attrS(partitionKey(ref.Tenant, ref.ThreadID)),
+		attrSK:     attrS(sk),
+		attrKind:   attrS(kind),
+		attrThread: attrS(ref.ThreadID),
+		attrNS:     attrS(ref.NS),
 	}
 	if exp != 0 {
 		it[attrExpiresAt] = attrN(exp)
@@ -366,14 +373,18 @@ func decodeWrite(it item, l *loads) (*saver.Write, error) {
 // may be deferred in l.
 func decodeBlob(it item, l *loads) (*saver.Blob, error) {
 	b := &saver.Blob{Channel: getS(it, attrChannel), Version: getS(it, attrVersion)}
-	av := it[attrValue]
-	if p, ok := it[attrPatch]; ok {
-		av = p
-	}
-	if err := l.payload(av, &b.Value); err != nil {
+	if err := l.payload(blobPayload(it), &b.Value); err != nil {
 		return nil, fmt.Errorf("blob %s@%s: %w", b.Channel, b.Version, err)
 	}
 	return b, nil
+}
+
+// valueRef returns the offloaded reference of an item's value, "" if none.
+func valueRef(it item) string {
+	if m, ok := it[attrValue].(*types.AttributeValueMemberM); ok {
+		return getS(m.Value, payloadRef)
+	}
+	return ""
 }
 
 // refs returns the offloaded references an item holds.
@@ -387,38 +398,4 @@ func refs(it item) []string {
 		}
 	}
 	return out
-}
-
-// itemSize estimates an item's size as DynamoDB counts it against its limit:
-// attribute names plus values, with a few bytes of overhead per map entry.
-func itemSize(it item) int {
-	n := 0
-	for name, v := range it {
-		n += len(name) + valueSize(v)
-	}
-	return n
-}
-
-func valueSize(v types.AttributeValue) int {
-	switch v := v.(type) {
-	case *types.AttributeValueMemberS:
-		return len(v.Value)
-	case *types.AttributeValueMemberB:
-		return len(v.Value)
-	case *types.AttributeValueMemberN:
-		return len(v.Value)/2 + 2
-	case *types.AttributeValueMemberM:
-		n := 3
-		for k, e := range v.Value {
-			n += len(k) + valueSize(e) + 1
-		}
-		return n
-	case *types.AttributeValueMemberL:
-		n := 3
-		for _, e := range v.Value {
-			n += valueSize(e) + 1
-		}
-		return n
-	}
-	return 1
 }

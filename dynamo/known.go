@@ -2,11 +2,13 @@ package dynamo
 
 import (
 	"bytes"
+	"context"
 	"strconv"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/saver-dev/saver"
+	"github.com/saver-dev/saver/internal/awsx"
 )
 
 // Values a read takes from memory. A session reads its thread's latest
@@ -37,48 +39,118 @@ type knownValue struct {
 	exp       int64 // 0: never
 }
 
-// knownRef returns the value the store remembers of a channel a put
-// references, if it has that version, has not expired, and a put of this
-// store brought it (its lifetimes entry holds the hash to check).
-func (s *Store) knownRef(pk, ns, channel, version string) *knownValue {
-	if s.recent == nil {
-		return nil
-	}
-	r, ok := s.recent.get(recentKey{pk, ns, channel})
-	if !ok || !r.vouched || r.version != version || r.hash == "" || saver.Expired(r.exp, s.Now()) {
+// knownRef returns what the store remembers (r, from recall) of a value a
+// put references at version, if it has that version, has not expired, and
+// a put of this store brought it (its lifetimes entry holds the hash to
+// check).
+func (ps patches) knownRef(r *recentValue, version string) *knownValue {
+	if r == nil || !r.vouched || r.version != version || r.hash == "" || saver.Expired(r.exp, ps.s.Now()) {
 		return nil
 	}
 	return &knownValue{typ: r.typ, hash: r.hash, exp: r.exp}
 }
 
-// knownAttr returns the known attribute of a planned put: the blobs it
-// brings at the checkpoint's versions, and the values it references that
-// the store remembers, which the lifetimes item's entries vouch for by
-// their hashes (lifetimesOp); nil when it knows none.
-func (p *putPlan) knownAttr() types.AttributeValue {
-	if p.s.recent == nil {
+// knownPart is the known values of a put, a part of its namespace item:
+// the values it references that the store remembers, which it records only
+// under a condition on their lifetimes entries' hashes, and those it
+// brings at the checkpoint's versions.
+type knownPart struct {
+	ps      patches
+	pk, ns  string
+	refs    []knownRef
+	brought []knownBlob
+	blobs   []*newBlob // every blob the put brings
+}
+
+// knownRef is a referenced value the put knows; value is nil once the put
+// learnt the stored blob may differ, or that no entry vouches for it.
+type knownRef struct {
+	ref   *blobRef
+	value *knownValue
+}
+
+// knownBlob is a value the put brings, as it was when the put began.
+type knownBlob struct {
+	blob  *newBlob
+	value knownValue
+}
+
+// knownPart returns the known values of a put, from what the store
+// remembers of its channels (mem, from recall); nil when it remembers
+// nothing.
+func (ps patches) knownPart(in *saver.PutCheckpoint, pk string, mem map[string]*recentValue, refs *lifetimesPart, brought []*newBlob) *knownPart {
+	if mem == nil {
 		return nil
+	}
+	k := &knownPart{ps: ps, pk: pk, ns: in.NS, blobs: brought}
+	for _, r := range refs.refs {
+		if v := ps.knownRef(mem[r.channel], r.version); v != nil {
+			k.refs = append(k.refs, knownRef{ref: r, value: v})
+		}
+	}
+	for _, b := range brought {
+		if in.ChannelVersions[b.blob.Channel] == b.blob.Version {
+			k.brought = append(k.brought, knownBlob{blob: b, value: knownValue{typ: b.blob.Value.Type, hash: b.entry.hash, exp: b.exp}})
+		}
+	}
+	return k
+}
+
+// update returns the conditions that the lifetimes entries of the known
+// values it references hold their hashes, and sets the checkpoint's known
+// attribute: the values it brings, and those it references that the
+// entries vouch for; none of a channel whose blob the put brought and found
+// stored (another put's).
+func (k *knownPart) update(c, _ *awsx.Expr, cp item) (conds, sets []string) {
+	for _, r := range k.refs {
+		if r.value != nil && r.ref.act == refVouched {
+			conds = append(conds, c.Path(entryPrefix+r.ref.channel, entryHash)+" = "+c.Value(attrS(r.value.hash)))
+		}
+	}
+	stored := map[string]bool{}
+	for _, b := range k.blobs {
+		stored[b.blob.Channel] = stored[b.blob.Channel] || b.dropped
 	}
 	m := item{}
-	for _, r := range p.refs {
-		if r.known != nil {
-			m[r.channel] = knownEntry(*r.known)
+	for _, r := range k.refs {
+		if r.value != nil && r.ref.act == refVouched && !stored[r.ref.channel] {
+			m[r.ref.channel] = knownEntry(*r.value)
 		}
 	}
-	for i, b := range p.in.Blobs {
-		if p.in.ChannelVersions[b.Channel] != b.Version {
+	for _, b := range k.brought {
+		if !stored[b.blob.blob.Channel] {
+			m[b.blob.blob.Channel] = knownEntry(b.value)
+		}
+	}
+	setMap(cp, attrKnown, m)
+	return conds, nil
+}
+
+// refuted checks the known values against their entries as stored: one
+// whose entry is gone, of another version or of another hash is not known
+// any more, and when the entry names the version with other bytes (a
+// thread put again after a delete) or no hash to check, the store forgets
+// the value, else the next put would fail here again. Values whose entries
+// no longer vouch are not recorded either.
+func (k *knownPart) refuted(_ context.Context, old item) error {
+	live := old != nil && !k.ps.s.expired(getN(old, attrExpiresAt))
+	for i := range k.refs {
+		r := &k.refs[i]
+		if r.value == nil {
 			continue
 		}
-		exp := p.blobExp
-		if d := p.patched[i]; d != nil {
-			exp = d.exp
+		e, ok := entry(old, r.ref.channel)
+		if !live || !ok || e.version != r.ref.version || e.hash != r.value.hash {
+			if live && ok && e.version == r.ref.version {
+				k.ps.forget(k.pk, k.ns, r.ref.channel, r.ref.version)
+			}
+			r.value = nil
 		}
-		m[b.Channel] = knownEntry(knownValue{typ: b.Value.Type, hash: p.brought[i].hash, exp: exp})
+		if r.ref.act != refVouched {
+			r.value = nil
+		}
 	}
-	if len(m) == 0 {
-		return nil
-	}
-	return &types.AttributeValueMemberM{Value: m}
+	return nil
 }
 
 func knownEntry(k knownValue) types.AttributeValue {
@@ -113,38 +185,25 @@ func knownOf(it item) map[string]knownValue {
 	return out
 }
 
-// forget removes a channel's known entry from a planned checkpoint item:
-// the put learnt that the stored blob is not the one it knew of (another
-// put stored that version first, or the blob is gone).
-func forget(cp item, channel string) {
-	if m, ok := cp[attrKnown].(*types.AttributeValueMemberM); ok {
-		delete(m.Value, channel)
-		if len(m.Value) == 0 {
-			delete(cp, attrKnown)
-		}
-	}
-}
-
 // fromMemory returns the value of a checkpoint's channel at version from
 // the remembered values, when its known entry matches one; ok false sends
 // the read to the table. A copy: the tuple's value goes to the caller.
-func (s *Store) fromMemory(pk, ns, channel, version string, k knownValue, ok bool) (saver.Typed, bool) {
-	if !ok || s.recent == nil || saver.Expired(k.exp, s.Now()) {
+func (ps patches) fromMemory(pk, ns, channel, version string, k knownValue, ok bool) (saver.Typed, bool) {
+	if !ok || !ps.on() || saver.Expired(k.exp, ps.s.Now()) {
 		return saver.Typed{}, false
 	}
-	r, found := s.recent.get(recentKey{pk, ns, channel})
+	r, found := ps.s.recent.get(recentKey{pk, ns, channel})
 	if !found || r.version != version || r.typ != k.typ || r.hash != k.hash {
 		return saver.Typed{}, false
 	}
 	return saver.Typed{Type: r.typ, Data: bytes.Clone(r.data)}, true
 }
 
-// unremember drops the remembered value of a channel if it is still of
-// version: the table holds other bytes under that version, or no hash the
-// next put could check.
-func (s *Store) unremember(pk, ns, channel, version string) {
-	if s.recent == nil {
-		return
+// forget drops the remembered value of a channel if it is still of version:
+// the table holds other bytes under that version, or no hash the next put
+// could check.
+func (ps patches) forget(pk, ns, channel, version string) {
+	if ps.on() {
+		ps.s.recent.dropVersion(recentKey{pk, ns, channel}, version)
 	}
-	s.recent.dropVersion(recentKey{pk, ns, channel}, version)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/saver-dev/saver"
+	"github.com/saver-dev/saver/internal/awsx"
 )
 
 var _ saver.Ledger = (*Store)(nil)
@@ -188,31 +189,31 @@ func (s *Store) Claim(ctx context.Context, in saver.ClaimRequest) (*saver.Claim,
 func (s *Store) claimTake(ctx context.Context, in saver.ClaimRequest, now time.Time, token string) (*saver.Claim, *record, error) {
 	lease := millis(now.Add(in.Lease))
 	ttl := ttlSeconds(in.TTL)
-	c, u := newExpr("c"), newExpr("u")
-	c.text = fmt.Sprintf("attribute_not_exists(%s) OR (%s > %s AND ((%s = %s AND %s <= %s) OR (%s = %s AND %s = %s)))",
-		c.name(attrPK), c.name(attrExpiresAt), c.value(attrN(now.Unix())),
-		c.name(attrState), c.value(attrS(string(saver.ClaimClaimed))), c.name(attrLease), c.value(attrN(millis(now))),
-		c.name(attrState), c.value(attrS(string(saver.ClaimFailed))), c.path(attrError, errorRetry), c.value(&types.AttributeValueMemberBOOL{Value: true}))
-	u.text = fmt.Sprintf("SET %s = %s, %s = %s, %s = %s, %s = if_not_exists(%s, %s) + %s, %s = %s, %s = %s, %s = %s REMOVE %s",
-		u.name(attrKind), u.value(attrS(itemLedger)),
-		u.name(attrState), u.value(attrS(string(saver.ClaimClaimed))),
-		u.name(attrToken), u.value(attrS(token)),
-		u.name(attrAttempt), u.name(attrAttempt), u.value(attrN(0)), u.value(attrN(1)),
-		u.name(attrLease), u.value(attrN(lease)),
-		u.name(attrTTL), u.value(attrN(ttl)),
-		u.name(attrExpiresAt), u.value(attrN(ceilSeconds(now)+ttl)),
-		u.name(attrResult))
+	c, u := awsx.NewExpr("c"), awsx.NewExpr("u")
+	c.Text = fmt.Sprintf("attribute_not_exists(%s) OR (%s > %s AND ((%s = %s AND %s <= %s) OR (%s = %s AND %s = %s)))",
+		c.Name(attrPK), c.Name(attrExpiresAt), c.Value(attrN(now.Unix())),
+		c.Name(attrState), c.Value(attrS(string(saver.ClaimClaimed))), c.Name(attrLease), c.Value(attrN(millis(now))),
+		c.Name(attrState), c.Value(attrS(string(saver.ClaimFailed))), c.Path(attrError, errorRetry), c.Value(&types.AttributeValueMemberBOOL{Value: true}))
+	u.Text = fmt.Sprintf("SET %s = %s, %s = %s, %s = %s, %s = if_not_exists(%s, %s) + %s, %s = %s, %s = %s, %s = %s REMOVE %s",
+		u.Name(attrKind), u.Value(attrS(itemLedger)),
+		u.Name(attrState), u.Value(attrS(string(saver.ClaimClaimed))),
+		u.Name(attrToken), u.Value(attrS(token)),
+		u.Name(attrAttempt), u.Name(attrAttempt), u.Value(attrN(0)), u.Value(attrN(1)),
+		u.Name(attrLease), u.Value(attrN(lease)),
+		u.Name(attrTTL), u.Value(attrN(ttl)),
+		u.Name(attrExpiresAt), u.Value(attrN(ceilSeconds(now)+ttl)),
+		u.Name(attrResult))
 	if in.ClaimID != "" {
-		u.text = strings.Replace(u.text, " REMOVE ", ", "+u.name(attrClaimID)+" = "+u.value(attrS(in.ClaimID))+" REMOVE ", 1)
+		u.Text = strings.Replace(u.Text, " REMOVE ", ", "+u.Name(attrClaimID)+" = "+u.Value(attrS(in.ClaimID))+" REMOVE ", 1)
 	} else {
-		u.text += ", " + u.name(attrClaimID)
+		u.Text += ", " + u.Name(attrClaimID)
 	}
-	names, values := merge(c, u)
+	names, values := awsx.Merge(c, u)
 	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                           &s.table,
+		TableName:                           &s.table.Name,
 		Key:                                 ledgerKey(in.Tenant, in.Key),
-		ConditionExpression:                 &c.text,
-		UpdateExpression:                    &u.text,
+		ConditionExpression:                 &c.Text,
+		UpdateExpression:                    &u.Text,
 		ExpressionAttributeNames:            names,
 		ExpressionAttributeValues:           values,
 		ReturnValues:                        types.ReturnValueAllNew,
@@ -222,7 +223,7 @@ func (s *Store) claimTake(ctx context.Context, in saver.ClaimRequest, now time.T
 		return nil, old, err
 	}
 	if err != nil {
-		return nil, nil, translate(err)
+		return nil, nil, awsx.DynamoError(err)
 	}
 	rec, err := decodeRecord(out.Attributes)
 	if err != nil {
@@ -248,13 +249,13 @@ func (s *Store) claimFresh(ctx context.Context, in saver.ClaimRequest, now time.
 	it[attrLease] = attrN(lease)
 	it[attrTTL] = attrN(ttl)
 	it[attrExpiresAt] = attrN(ceilSeconds(now) + ttl)
-	c := newExpr("c")
-	c.text = fmt.Sprintf("attribute_not_exists(%s) OR %s <= %s", c.name(attrPK), c.name(attrExpiresAt), c.value(attrN(now.Unix())))
-	names, values := merge(c)
+	c := awsx.NewExpr("c")
+	c.Text = fmt.Sprintf("attribute_not_exists(%s) OR %s <= %s", c.Name(attrPK), c.Name(attrExpiresAt), c.Value(attrN(now.Unix())))
+	names, values := awsx.Merge(c)
 	_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName:                           &s.table,
+		TableName:                           &s.table.Name,
 		Item:                                it,
-		ConditionExpression:                 &c.text,
+		ConditionExpression:                 &c.Text,
 		ExpressionAttributeNames:            names,
 		ExpressionAttributeValues:           values,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
@@ -263,7 +264,7 @@ func (s *Store) claimFresh(ctx context.Context, in saver.ClaimRequest, now time.
 		return nil, old, err
 	}
 	if err != nil {
-		return nil, nil, translate(err)
+		return nil, nil, awsx.DynamoError(err)
 	}
 	return granted(in.Key, token, lease, 1, nil), nil, nil
 }
@@ -286,7 +287,10 @@ func conditionOld(err error) (old *record, ok bool, _ error) {
 	if !errors.As(err, &ccf) {
 		return nil, false, nil
 	}
-	old, err = decodeRecord(nilIfEmpty(ccf.Item))
+	if len(ccf.Item) == 0 {
+		return nil, true, nil // no record
+	}
+	old, err = decodeRecord(ccf.Item)
 	return old, true, err
 }
 
@@ -296,8 +300,8 @@ func (s *Store) Complete(ctx context.Context, tenant, key, token string, result 
 	if n := len(result.Type) + len(result.Data); n > MaxResultBytes {
 		return saver.Errorf(saver.ETOOLARGE, "A result of %d bytes is over the ledger's limit of %d bytes.", n, MaxResultBytes)
 	}
-	u := newExpr("u")
-	u.text = fmt.Sprintf("SET %s = %s, %s = %s", u.name(attrState), u.value(attrS(string(saver.ClaimCompleted))), u.name(attrResult), u.value(payloadAttr(result)))
+	u := awsx.NewExpr("u")
+	u.Text = fmt.Sprintf("SET %s = %s, %s = %s", u.Name(attrState), u.Value(attrS(string(saver.ClaimCompleted))), u.Name(attrResult), u.Value(payloadAttr(result)))
 	same := func(r *record) bool {
 		return r.state == saver.ClaimCompleted && r.result != nil && r.result.Type == result.Type && string(r.result.Data) == string(result.Data)
 	}
@@ -309,8 +313,8 @@ func (s *Store) Complete(ctx context.Context, tenant, key, token string, result 
 
 // Fail stores the failure of the claim that token holds; see settle.
 func (s *Store) Fail(ctx context.Context, tenant, key, token string, failure saver.ClaimError) error {
-	u := newExpr("u")
-	u.text = fmt.Sprintf("SET %s = %s, %s = %s", u.name(attrState), u.value(attrS(string(saver.ClaimFailed))), u.name(attrError), u.value(&types.AttributeValueMemberM{Value: item{
+	u := awsx.NewExpr("u")
+	u.Text = fmt.Sprintf("SET %s = %s, %s = %s", u.Name(attrState), u.Value(attrS(string(saver.ClaimFailed))), u.Name(attrError), u.Value(&types.AttributeValueMemberM{Value: item{
 		errorMessage: attrS(failure.Message),
 		errorRetry:   &types.AttributeValueMemberBOOL{Value: failure.Retryable},
 	}}))
@@ -330,26 +334,26 @@ func (s *Store) Fail(ctx context.Context, tenant, key, token string, failure sav
 // (ENOTFOUND), another holder (ECONFLICT), or already settled, which is
 // accepted when it is the same outcome (same) so that a client can retry a
 // call whose answer it lost, and a conflict otherwise.
-func (s *Store) settle(ctx context.Context, tenant, key, token string, set *expr, drop string, same func(*record) bool) error {
+func (s *Store) settle(ctx context.Context, tenant, key, token string, set *awsx.Expr, drop string, same func(*record) bool) error {
 	now := s.Now()
-	c := newExpr("c")
-	c.text = fmt.Sprintf("%s = %s AND %s = %s AND %s > %s",
-		c.name(attrToken), c.value(attrS(token)),
-		c.name(attrState), c.value(attrS(string(saver.ClaimClaimed))),
-		c.name(attrExpiresAt), c.value(attrN(now.Unix())))
-	set.text += fmt.Sprintf(", %s = %s + %s REMOVE %s, %s",
-		set.name(attrExpiresAt), set.value(attrN(ceilSeconds(now))), set.name(attrTTL),
-		set.name(attrLease), set.name(drop))
-	names, values := merge(c, set)
+	c := awsx.NewExpr("c")
+	c.Text = fmt.Sprintf("%s = %s AND %s = %s AND %s > %s",
+		c.Name(attrToken), c.Value(attrS(token)),
+		c.Name(attrState), c.Value(attrS(string(saver.ClaimClaimed))),
+		c.Name(attrExpiresAt), c.Value(attrN(now.Unix())))
+	set.Text += fmt.Sprintf(", %s = %s + %s REMOVE %s, %s",
+		set.Name(attrExpiresAt), set.Value(attrN(ceilSeconds(now))), set.Name(attrTTL),
+		set.Name(attrLease), set.Name(drop))
+	names, values := awsx.Merge(c, set)
 	k := ledgerKey(tenant, key)
-	if size := itemSize(values) + itemSize(k); size > MaxItemBytes {
+	if size := awsx.ItemSize(values) + awsx.ItemSize(k); size > MaxItemBytes {
 		return saver.Errorf(saver.ETOOLARGE, "A ledger record of %d bytes is over DynamoDB's limit of %d bytes.", size, MaxItemBytes)
 	}
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                           &s.table,
+		TableName:                           &s.table.Name,
 		Key:                                 k,
-		ConditionExpression:                 &c.text,
-		UpdateExpression:                    &set.text,
+		ConditionExpression:                 &c.Text,
+		UpdateExpression:                    &set.Text,
 		ExpressionAttributeNames:            names,
 		ExpressionAttributeValues:           values,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
@@ -357,7 +361,7 @@ func (s *Store) settle(ctx context.Context, tenant, key, token string, set *expr
 	old, failed, derr := conditionOld(err)
 	switch {
 	case !failed:
-		return translate(err)
+		return awsx.DynamoError(err)
 	case derr != nil:
 		return derr
 	case old == nil || saver.Expired(old.expires, now):

@@ -2,7 +2,6 @@ package dynamo
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/saver-dev/saver"
+	"github.com/saver-dev/saver/internal/awsx"
 )
 
 // Blob lifetimes. Blobs are shared: a put brings the blobs of the channels
@@ -17,8 +17,8 @@ import (
 // earlier expiries, and saver.ExtendedBlobExpiry says which of those it must
 // extend. Reading their expiries first would cost every put a request, and
 // a ConditionCheck per referenced blob costs write units per blob (DynamoDB
-// bills a transaction's checks as writes of the checked items). So each
-// namespace of a thread keeps one small item, its lifetimes:
+// bills a transaction's checks as writes of the checked items). So the
+// namespace's item (nsitem.go) keeps their lifetimes:
 //
 //	SK  x!<ns>!     ch:<channel> = {v: version, e: expiry (0: never),
 //	                                r: offloaded value's reference, if any,
@@ -28,7 +28,7 @@ import (
 // blob lives at least until e. An entry may say less than its blob has,
 // never more: it is set in the transaction that gives the blob that expiry,
 // and expiries never come down. Each put that brings or references blobs
-// updates the lifetimes item inside the transaction that writes it: it
+// updates the namespace item inside the transaction that writes it: it
 // sets the entries of the blobs it brings, and is conditioned on the entry
 // of each blob it references (same version, never or at least as late as
 // the checkpoint). In the common case that is all: no request more, and the
@@ -37,7 +37,7 @@ import (
 // where a check per blob would cost 2 or more each.
 //
 // When an entry says its blob expires too early, DynamoDB cancels the
-// transaction and returns the lifetimes item as stored; the next request
+// transaction and returns the namespace item as stored; the next request
 // extends the blob (conditioned on the expiry the entry gave) and its entry
 // along with the put. Blobs live twice the remaining lifetime of the
 // checkpoint that brought or last extended them, so an unchanged channel is
@@ -54,13 +54,6 @@ import (
 // ever shortened. A blob that has expired is never brought back: reads hide
 // it, as they hid it from the parent.
 const (
-	// maxPutRounds bounds the requests of one put. Each round settles the
-	// blobs whose conditions failed; another round follows only when
-	// other puts changed the same blobs in between.
-	maxPutRounds = 6
-
-	kindLifetimes  = "x"
-	itemLifetimes  = "lifetimes"
 	entryPrefix    = "ch:"
 	entryVersion   = "v"
 	entryExpiresAt = "e"
@@ -69,11 +62,6 @@ const (
 	entryHash      = "h" // contentHash of the blob's whole value, when the put knew it
 )
 
-// lifetimesKey is the primary key of a namespace's lifetimes item.
-func lifetimesKey(pk, ns string) item {
-	return item{attrPK: attrS(pk), attrSK: attrS(key(kindLifetimes, part(ns, maxNSPart)))}
-}
-
 // entry returns the lifetimes entry of channel, ok false if none.
 func entry(lifetimes item, channel string) (e blobRef, ok bool) {
 	m, ok := lifetimes[entryPrefix+channel].(*types.AttributeValueMemberM)
@@ -81,7 +69,7 @@ func entry(lifetimes item, channel string) (e blobRef, ok bool) {
 		return blobRef{}, false
 	}
 	_, patched := m.Value[entryPatched]
-	return blobRef{channel: channel, version: getS(m.Value, entryVersion), from: getN(m.Value, entryExpiresAt), ref: getS(m.Value, entryRef),
+	return blobRef{channel: channel, version: getS(m.Value, entryVersion), exp: getN(m.Value, entryExpiresAt), ref: getS(m.Value, entryRef),
 		patched: patched, hash: getS(m.Value, entryHash)}, true
 }
 
@@ -116,99 +104,45 @@ const (
 )
 
 // blobRef is a blob a put references without bringing it, or brings but
-// finds stored already.
+// finds stored already; or what a lifetimes entry says of one.
 type blobRef struct {
 	key              item
 	channel, version string
 	ref              string // its value's offloaded reference, if any
 	act              refAct
-	from, to         int64  // the expiry it has, and refExtend's new one (0: never)
-	patched          bool   // a patch (patched.go)
-	hash             string // contentHash of its whole value, if known (a blob brought)
-	// known is the value the store remembers at this version, which the
-	// put conditions on (the entry's hash) and records (known.go); nil
-	// once the put learnt the stored blob may differ.
-	known *knownValue
-	// whole is the item of a patch's whole value, which refExtend writes
-	// in its place: a patch is never extended, as its chain would not be.
-	whole item
+	exp              int64      // refKnown: the expiry it has (0: never)
+	ext              *extension // refExtend's
+	patched          bool       // a patch (patched.go)
+	hash             string     // contentHash of its whole value, if known (a blob brought)
 }
 
-// opRole says which part of a put plan an op of its last request was.
-type opRole struct {
-	kind int // roleLifetimes, roleRef, roleBlob, roleCheckpoint
-	i    int // index in refs or blobs
+// lifetimesPart is the blob lifetimes of a put, a part of its namespace
+// item: the entries of the blobs it brings, and the blobs it references,
+// each vouched for by its entry (a condition), or read, extended (with the
+// extender) and recorded.
+type lifetimesPart struct {
+	s        *Store
+	exp      int64 // the checkpoint's
+	blobExp  int64 // the blobs brought
+	brought  []*newBlob
+	refs     []*blobRef
+	ext      *extender
+	extended []*blobRef // the refs extended by the last request, in order
 }
 
-const (
-	roleLifetimes = iota
-	roleRef
-	roleBlob
-	roleCheckpoint
-)
-
-// putPlan is a put on its way: the items it writes and the conditions on
-// the blobs it references, revised from the conditions each request failed
-// on.
-type putPlan struct {
-	s       *Store
-	exp     int64 // the checkpoint's
-	now     time.Time
-	blobExp int64     // the blobs brought
-	lkey    item      // the namespace's lifetimes item
-	blobs   []writeOp // the blobs brought
-	brought []blobRef // their channels and versions
-	dropped []bool    // blobs found stored and live: refs now
-	refs    []blobRef
-	patched []*patchedBlob // blobs brought as patches (see patched.go)
-	cp      writeOp
-	roles   []opRole   // of the ops of the last request
-	guard   *headGuard // of a put with ExpectHead (see head.go)
-	in      *saver.PutCheckpoint
-}
-
-// planPut builds the first request of a put: its new blobs, its checkpoint
-// item and the condition on the blobs it references. A put with ExpectHead
-// reads the head first, and goes no further if it moved.
-func (s *Store) planPut(ctx context.Context, in *saver.PutCheckpoint) (*putPlan, error) {
-	p := &putPlan{s: s, exp: in.ExpiresAt, now: s.Now(), in: in}
-	pk := partitionKey(in.Tenant, in.ThreadID)
-	if in.ExpectHead != nil {
-		g, err := s.guardHead(ctx, in, pk)
-		if err != nil {
-			return nil, err
-		}
-		p.guard = g
+// newLifetimesPart returns the lifetimes of a put: every blob its
+// checkpoint references without bringing it is vouched for by its entry,
+// to begin with.
+func (s *Store) newLifetimesPart(in *saver.PutCheckpoint, pk string, brought []*newBlob, blobExp int64, now time.Time) *lifetimesPart {
+	l := &lifetimesPart{s: s, exp: in.ExpiresAt, blobExp: blobExp, brought: brought}
+	l.ext = &extender{s: s, ns: in.CheckpointRef, rule: putRule{cp: in.ExpiresAt, now: now}}
+	isBrought := make(map[[2]string]bool, len(brought))
+	for _, b := range brought {
+		isBrought[[2]string{b.blob.Channel, b.blob.Version}] = true
 	}
-	p.lkey = lifetimesKey(pk, in.NS)
-	p.blobExp = saver.NewBlobExpiry(p.exp, p.now)
-	brought := make(map[[2]string]bool, len(in.Blobs))
-	for _, b := range in.Blobs {
-		var (
-			it      item
-			patched *patchedBlob
-			err     error
-		)
-		hash := s.hashFor(b)
-		it, patched = s.patchItem(in.CheckpointRef, pk, b, hash, p.exp)
-		if hash == "" && s.recent != nil {
-			hash = contentHash(b.Value.Data) // for known.go
-		}
-		if patched == nil {
-			if it, err = s.blobItem(ctx, in.CheckpointRef, b, p.blobExp); err != nil {
-				return nil, fmt.Errorf("blob %s: %w", b.Channel, err)
-			}
-		}
-		p.patched = append(p.patched, patched)
-		p.blobs = append(p.blobs, writeOp{item: it, cond: absentOrExpired(p.now)})
-		p.brought = append(p.brought, blobRef{key: keyOf(it), channel: b.Channel, version: b.Version, ref: valueRef(it),
-			patched: patched != nil, hash: hash})
-		brought[[2]string{b.Channel, b.Version}] = true
-	}
-	p.dropped = make([]bool, len(p.blobs))
 	var channels []string
 	for ch, v := range in.ChannelVersions {
-		if !brought[[2]string{ch, v}] {
+		if !isBrought[[2]string{ch, v}] {
 			channels = append(channels, ch)
 		}
 	}
@@ -216,90 +150,37 @@ func (s *Store) planPut(ctx context.Context, in *saver.PutCheckpoint) (*putPlan,
 	for _, ch := range channels {
 		v := in.ChannelVersions[ch]
 		key := item{attrPK: attrS(pk), attrSK: attrS(blobKey(in.NS, ch, v))}
-		p.refs = append(p.refs, blobRef{key: key, channel: ch, version: v, known: s.knownRef(pk, in.NS, ch, v)})
+		l.refs = append(l.refs, &blobRef{key: key, channel: ch, version: v})
 	}
-	it, err := s.checkpointItem(ctx, &in.Checkpoint, p.exp)
-	if err != nil {
-		return nil, err
-	}
-	if hint := s.chainsHint(pk, in, in.Blobs, p.patched); hint != nil {
-		it[attrChains] = hint
-	}
-	it[attrBrought] = broughtAttr(in)
-	if known := p.knownAttr(); known != nil {
-		it[attrKnown] = known
-	}
-	p.cp = writeOp{item: it}
-	return p, nil
+	return l
 }
 
-// ops returns the ops of the plan's next request, in order: the lifetimes
-// item and extensions first, then the new blobs, the checkpoint last.
-func (p *putPlan) ops() []writeOp {
-	p.roles = p.roles[:0]
-	var ops []writeOp
-	add := func(op writeOp, r opRole) {
-		ops = append(ops, op)
-		p.roles = append(p.roles, r)
-	}
-	lifetimes, checks := p.lifetimesOp()
-	add(lifetimes, opRole{kind: roleLifetimes})
-	for i, r := range p.refs {
-		switch {
-		case r.act == refExtend && r.whole != nil:
-			add(writeOp{item: r.whole, cond: expiresAt(r.from)}, opRole{roleRef, i})
-		case r.act == refExtend:
-			add(extendOp(r.key, r.from, r.to), opRole{roleRef, i})
-		}
-	}
-	for i, b := range p.blobs {
-		if !p.dropped[i] {
-			add(b, opRole{roleBlob, i})
-		}
-	}
-	add(p.cp, opRole{kind: roleCheckpoint})
-	// A lifetimes item that checks nothing only records entries: when that
-	// would take a request more (a put of 99 new blobs), the entries are
-	// left out, and the first put that references those blobs reads them.
-	if !checks && len(chunkOps(ops, maxTransactItems, maxTransactBytes)) > len(chunkOps(ops[1:], maxTransactItems, maxTransactBytes)) {
-		ops, p.roles = ops[1:], p.roles[1:]
-	}
-	if len(ops) == 2 && !checks && len(p.blobs) == 0 && len(p.refs) == 0 {
-		ops, p.roles = ops[1:], p.roles[1:] // nothing brought or referenced
-	}
-	return ops
-}
+// len is the number of blobs the put references.
+func (l *lifetimesPart) len() int { return len(l.refs) }
 
-// lifetimesOp returns the update of the lifetimes item: the entries this
-// put records (the blobs it brings, and the expiries it learnt or gave),
-// conditioned on the entries that vouch for the blobs it references, and
-// whether there is any such condition. A conditional put sets the head
-// token too, conditioned on it (see head.go).
-func (p *putPlan) lifetimesOp() (writeOp, bool) {
-	c, u := newExpr("c"), newExpr("u")
-	var conds []string
-	for _, r := range p.refs {
+// update returns the conditions on the entries that vouch for the blobs the
+// put references (same version, never or at least as late as the
+// checkpoint) and the entries the put records.
+func (l *lifetimesPart) update(c, u *awsx.Expr, _ item) (conds, sets []string) {
+	for _, r := range l.refs {
 		if r.act != refVouched {
 			continue
 		}
-		e := c.path(entryPrefix+r.channel, entryExpiresAt)
-		cond := c.path(entryPrefix+r.channel, entryVersion) + " = " + c.value(attrS(r.version)) + " AND (" + e + " = " + c.value(attrN(0))
-		if p.exp != 0 {
-			cond += " OR " + e + " >= " + c.value(attrN(p.exp))
+		e := c.Path(entryPrefix+r.channel, entryExpiresAt)
+		cond := c.Path(entryPrefix+r.channel, entryVersion) + " = " + c.Value(attrS(r.version)) + " AND (" + e + " = " + c.Value(attrN(0))
+		if l.exp != 0 {
+			cond += " OR " + e + " >= " + c.Value(attrN(l.exp))
 		}
-		cond = "(" + cond + "))"
-		if r.known != nil {
-			cond += " AND " + c.path(entryPrefix+r.channel, entryHash) + " = " + c.value(attrS(r.known.hash))
-		}
-		conds = append(conds, cond)
+		conds = append(conds, "("+cond+"))")
 	}
-	conds = append(conds, p.patchConds(c)...)
-	if p.guard != nil {
-		conds = append(conds, p.guard.cond(c))
-	}
-	// One entry per channel: the version the checkpoint references wins
-	// over another brought with it (an entry may say less, never more, so
-	// any of them would do).
+	return conds, l.entries(u)
+}
+
+// entries returns the entries the put records: the blobs it brings, and the
+// expiries it learnt or gave. One entry per channel: the version the
+// checkpoint references wins over another brought with it (an entry may
+// say less, never more, so any of them would do).
+func (l *lifetimesPart) entries(u *awsx.Expr) []string {
 	var (
 		channels []string
 		entries  = map[string]types.AttributeValue{}
@@ -310,169 +191,98 @@ func (p *putPlan) lifetimesOp() (writeOp, bool) {
 		}
 		entries[r.channel] = entryValue(r, exp)
 	}
-	for i, b := range p.brought {
-		switch {
-		case p.dropped[i]:
-		case p.patched[i] != nil:
-			set(b, p.patched[i].exp)
-		default:
-			set(b, p.blobExp)
+	for _, b := range l.brought {
+		if !b.dropped {
+			set(b.entry, b.exp)
 		}
 	}
-	for _, r := range p.refs {
+	for _, r := range l.refs {
 		switch r.act {
 		case refExtend:
-			set(r, r.to)
+			set(*r, r.ext.to)
 		case refKnown:
-			set(r, r.from)
+			set(*r, r.exp)
 		}
 	}
-	sets := []string{u.name(attrKind) + " = " + u.value(attrS(itemLifetimes))}
-	if p.guard != nil {
-		sets = append(sets, u.name(attrHead)+" = "+u.value(p.guard.token()))
+	sets := make([]string, len(channels))
+	for i, ch := range channels {
+		sets[i] = u.Name(entryPrefix+ch) + " = " + u.Value(entries[ch])
 	}
-	for _, ch := range channels {
-		sets = append(sets, u.name(entryPrefix+ch)+" = "+u.value(entries[ch]))
-	}
-	// The item lives as long as the blobs it brings, or forever. Its own
-	// expiry protects nothing: once it is gone, puts read their blobs.
-	u.text = "SET " + strings.Join(sets, ", ")
-	if p.exp == 0 {
-		u.text += " REMOVE " + u.name(attrExpiresAt)
-	} else {
-		u.text += ", " + u.name(attrExpiresAt) + " = " + u.value(attrN(p.blobExp))
-	}
-	op := writeOp{item: p.lkey, set: u}
-	if len(conds) > 0 {
-		c.text = strings.Join(conds, " AND ")
-		op.cond = c
-	}
-	return op, len(conds) > 0
+	return sets
 }
 
-// extendOp extends an item's expiry from one value to another (0: never),
-// if it still has the first: a racing extension is never undone.
-func extendOp(key item, from, to int64) writeOp {
-	return writeOp{item: key, set: expirySet(to), cond: expiresAt(from)}
-}
-
-// expiresAt is the condition that an item expires at exp.
-func expiresAt(exp int64) *expr {
-	c := newExpr("c")
-	c.text = c.name(attrExpiresAt) + " = " + c.value(attrN(exp))
-	return c
-}
-
-// expirySet returns the update that sets an item's expiry (0: never).
-func expirySet(exp int64) *expr {
-	u := newExpr("u")
-	if exp == 0 {
-		u.text = "REMOVE " + u.name(attrExpiresAt)
-	} else {
-		u.text = "SET " + u.name(attrExpiresAt) + " = " + u.value(attrN(exp))
-	}
-	return u
-}
-
-// revise turns the conditions the last request failed on into the next
-// request, reading the blobs no entry vouches for.
-func (p *putPlan) revise(ctx context.Context, failed map[int]item) error {
-	for i, old := range failed {
-		r := p.roles[i]
-		switch r.kind {
-		case roleLifetimes:
-			// A patch's base is no longer the channel's version: store
-			// the whole value instead.
-			if err := p.unpatch(ctx, p.in.CheckpointRef, p.in.Blobs); err != nil {
-				return err
-			}
-			if p.guard != nil && !p.guard.accepts(old) {
-				if err := p.guard.revise(ctx, p.s, old); err != nil {
-					return err
-				}
-			}
-			if err := p.reviseLifetimes(ctx, old); err != nil {
-				return err
-			}
-		case roleRef:
-			if err := p.reviseRef(ctx, &p.refs[r.i], old); err != nil {
-				return err
-			}
-		case roleBlob:
-			// Stored and live: insert-if-absent leaves its value, and the
-			// put handles it as a blob it references.
-			p.dropped[r.i] = true
-			forget(p.cp.item, p.brought[r.i].channel)
-			p.refs = append(p.refs, p.brought[r.i])
-			if err := p.reviseRef(ctx, &p.refs[len(p.refs)-1], old); err != nil {
-				return err
-			}
-		default:
-			return fmt.Errorf("condition failed on the checkpoint item")
-		}
-	}
-	if err := p.readUnknown(ctx); err != nil {
-		return err
-	}
-	// A known value is recorded only under the lifetimes entry's check.
-	for i := range p.refs {
-		if r := &p.refs[i]; r.known != nil && r.act != refVouched {
-			r.known = nil
-			forget(p.cp.item, r.channel)
-		}
-	}
-	return nil
-}
-
-// reviseLifetimes reads the lifetimes item as stored when its condition
-// failed: entries that vouch stay checked, a live entry of the same version
-// that says too early gives the expiry to extend from (the blob's own, if
-// later, comes back when that extension fails), and the other blobs are
-// read.
-func (p *putPlan) reviseLifetimes(ctx context.Context, old item) error {
-	live := old != nil && !p.s.expired(getN(old, attrExpiresAt))
-	for i := range p.refs {
-		r := &p.refs[i]
+// refuted reads the namespace item as stored when its condition failed:
+// entries that vouch stay checked, a live entry of the same version that
+// says too early gives the expiry to extend from (the blob's own, if later,
+// comes back when that extension fails), and the other blobs are read
+// before the next request (prepare).
+func (l *lifetimesPart) refuted(_ context.Context, old item) error {
+	live := old != nil && !l.s.expired(getN(old, attrExpiresAt))
+	for _, r := range l.refs {
 		if r.act != refVouched {
 			continue
 		}
 		e, ok := entry(old, r.channel)
-		if r.known != nil && (!live || !ok || e.version != r.version || e.hash != r.known.hash) {
-			if live && ok && e.version == r.version {
-				// The stored blob holds other bytes than remembered (a
-				// thread put again after a delete), or its entry no
-				// hash to check: the next put would fail here again.
-				p.s.unremember(getS(p.lkey, attrPK), p.in.NS, r.channel, r.version)
-			}
-			r.known = nil
-			forget(p.cp.item, r.channel)
-		}
 		switch {
-		case !live || !ok || e.version != r.version || (e.from != 0 && p.s.expired(e.from)):
+		case !live || !ok || e.version != r.version || (e.exp != 0 && l.s.expired(e.exp)):
 			// No entry vouches, or its blob may have expired (it is
 			// not brought back): read it.
 			r.act = refUnknown
-		case lasts(e.from, p.exp):
+		case lasts(e.exp, l.exp):
 		case e.patched:
 			// A patch is stored whole to be extended: read it.
 			r.act = refUnknown
 		default:
-			to, _ := saver.ExtendedBlobExpiry(p.exp, e.from, p.now)
-			if err := p.s.retag(ctx, e.ref, to); err != nil {
-				return err
-			}
 			// The entry keeps its hash: the blob is the one it describes.
-			r.act, r.from, r.to, r.ref, r.hash = refExtend, e.from, to, e.ref, e.hash
+			r.act, r.ext, r.ref, r.hash = refExtend, l.ext.extend(r.key, e.ref, e.exp), e.ref, e.hash
 		}
 	}
 	return nil
 }
 
+// next reads the blobs no entry vouches for and retags the payloads of the
+// blobs to extend, then returns the extensions of the next request, in
+// order.
+func (l *lifetimesPart) next(ctx context.Context) ([]awsx.WriteOp, error) {
+	if err := l.readUnknown(ctx); err != nil {
+		return nil, err
+	}
+	l.extended = l.extended[:0]
+	var exts []*extension
+	for _, r := range l.refs {
+		if r.act == refExtend {
+			l.extended = append(l.extended, r)
+			exts = append(exts, r.ext)
+		}
+	}
+	if len(exts) == 0 {
+		return nil, nil
+	}
+	if err := l.ext.retag(ctx, exts...); err != nil {
+		return nil, err
+	}
+	return extensionOps(exts), nil
+}
+
+// failed decides again about the i-th blob the last request extended, from
+// its item as stored: another put extended it, or it is gone.
+func (l *lifetimesPart) failed(ctx context.Context, i int, old item) error {
+	return l.reviseRef(ctx, l.extended[i], old)
+}
+
+// found takes a blob the put brought and found stored and live (old): it
+// is one it references now.
+func (l *lifetimesPart) found(ctx context.Context, b blobRef, old item) error {
+	r := &b
+	l.refs = append(l.refs, r)
+	return l.reviseRef(ctx, r, old)
+}
+
 // readUnknown reads the expiries of the blobs no entry vouches for, one
 // BatchGetItem per 100, and decides about each.
-func (p *putPlan) readUnknown(ctx context.Context) error {
+func (l *lifetimesPart) readUnknown(ctx context.Context) error {
 	var keys []item
-	for _, r := range p.refs {
+	for _, r := range l.refs {
 		if r.act == refUnknown {
 			keys = append(keys, r.key)
 		}
@@ -480,9 +290,9 @@ func (p *putPlan) readUnknown(ctx context.Context) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	proj := newExpr("p")
-	proj.text = strings.Join([]string{proj.name(attrPK), proj.name(attrSK), proj.name(attrExpiresAt), proj.path(attrValue, payloadRef), proj.name(attrChain)}, ", ")
-	found, err := p.s.batchGet(ctx, keys, proj)
+	proj := awsx.NewExpr("p")
+	proj.Text = strings.Join([]string{proj.Name(attrPK), proj.Name(attrSK), proj.Name(attrExpiresAt), proj.Path(attrValue, payloadRef), proj.Name(attrChain)}, ", ")
+	found, err := l.s.table.BatchGet(ctx, keys, proj)
 	if err != nil {
 		return err
 	}
@@ -490,9 +300,9 @@ func (p *putPlan) readUnknown(ctx context.Context) error {
 	for _, it := range found {
 		stored[getS(it, attrSK)] = it
 	}
-	for i := range p.refs {
-		if r := &p.refs[i]; r.act == refUnknown {
-			if err := p.reviseRef(ctx, r, stored[getS(r.key, attrSK)]); err != nil {
+	for _, r := range l.refs {
+		if r.act == refUnknown {
+			if err := l.reviseRef(ctx, r, stored[getS(r.key, attrSK)]); err != nil {
 				return err
 			}
 		}
@@ -502,58 +312,20 @@ func (p *putPlan) readUnknown(ctx context.Context) error {
 
 // reviseRef decides about a referenced blob from its item as stored: extend
 // it, record the expiry it has, or nothing if it is gone or has expired.
-func (p *putPlan) reviseRef(ctx context.Context, r *blobRef, old item) error {
-	exp, expires := expiryOf(old)
-	r.ref, r.whole, r.patched, r.hash = valueRef(old), nil, chainOf(old) != nil, ""
-	switch {
-	case old == nil || (expires && p.s.expired(exp)):
-		r.act = refSkip
-		return nil
-	case !expires:
-		r.act, r.from = refKnown, 0
-		return nil
-	}
-	to, write := saver.ExtendedBlobExpiry(p.exp, exp, p.now)
-	if !write {
-		r.act, r.from = refKnown, exp
-		return nil
-	}
-	if r.patched {
-		whole, err := p.s.wholeItem(ctx, p.in.CheckpointRef, r.channel, r.version, to)
-		if err != nil {
-			return err
-		}
-		r.act, r.from, r.to, r.whole, r.ref, r.patched = refExtend, exp, to, whole, valueRef(whole), false
-		return nil
-	}
-	if err := p.s.retag(ctx, r.ref, to); err != nil {
+func (l *lifetimesPart) reviseRef(ctx context.Context, r *blobRef, old item) error {
+	v, err := l.ext.check(ctx, r.key, r.channel, r.version, old, r.ext)
+	if err != nil {
 		return err
 	}
-	r.act, r.from, r.to = refExtend, exp, to
+	r.ref, r.patched, r.hash, r.ext = valueRef(old), isPatch(old), "", nil
+	switch {
+	case v.gone:
+		r.act = refSkip
+	case v.ext == nil:
+		r.act, r.exp = refKnown, v.exp
+	default:
+		// A patch extends as its whole value.
+		r.act, r.ext, r.ref, r.patched = refExtend, v.ext, v.ext.ref, false
+	}
 	return nil
-}
-
-// expiryOf returns an item's expiry and whether it has one.
-func expiryOf(it item) (int64, bool) {
-	_, ok := it[attrExpiresAt]
-	return getN(it, attrExpiresAt), ok
-}
-
-// retag keeps the expiry tag of an offloaded payload (ref; "" for none) in
-// step with its item's new expiry, before the item gets it: an object whose
-// tag says it may go while its item lives would be deleted by a bucket
-// lifecycle rule under the item.
-func (s *Store) retag(ctx context.Context, ref string, exp int64) error {
-	if s.Offload == nil || ref == "" {
-		return nil
-	}
-	return s.Offload.Retag(ctx, ref, exp)
-}
-
-// valueRef returns the offloaded reference of an item's value, "" if none.
-func valueRef(it item) string {
-	if m, ok := it[attrValue].(*types.AttributeValueMemberM); ok {
-		return getS(m.Value, payloadRef)
-	}
-	return ""
 }

@@ -315,42 +315,13 @@ type retagOffloader struct {
 	retags []string
 }
 
-func (o *retagOffloader) Offload(context.Context, string, string, []byte, int, int64) (string, error) {
+func (o *retagOffloader) Offload(context.Context, string, string, []byte, int64) (string, error) {
 	return "", nil
 }
 
 func (o *retagOffloader) Retag(_ context.Context, ref string, exp int64) error {
 	o.retags = append(o.retags, fmt.Sprint(ref, "@", exp))
 	return nil
-}
-
-// TestTransactReportsFailedConditions checks that failed conditions are
-// reported by their index among all ops, across chunks, and that other
-// cancellations are not taken for them.
-func TestTransactReportsFailedConditions(t *testing.T) {
-	stored := item{attrPK: attrS("p"), attrSK: attrS("x")}
-	db := &txDB{answer: func(call int, items []types.TransactWriteItem) error {
-		if call == 2 {
-			return cancel(len(items), map[int]item{3: stored})
-		}
-		return nil
-	}}
-	s := NewStore(db, "t")
-	err := s.transact(t.Context(), ops(testItems(150, 10)))
-	cf, ok := err.(*condFailed)
-	if !ok || len(cf.items) != 1 || cf.items[103] == nil {
-		t.Fatalf("transact = %v, want the condition of op 103", err)
-	}
-
-	db.answer = func(int, []types.TransactWriteItem) error {
-		return &types.TransactionCanceledException{CancellationReasons: []types.CancellationReason{
-			{Code: ptr("ConditionalCheckFailed")}, {Code: ptr("ValidationError"), Message: ptr("bad")},
-		}}
-	}
-	err = s.transact(t.Context(), ops(testItems(2, 10)))
-	if _, ok := err.(*condFailed); ok || err == nil {
-		t.Fatalf("transact = %v, want the cancellation translated", err)
-	}
 }
 
 func TestNodeFields(t *testing.T) {

@@ -76,7 +76,7 @@ func (s *Store) listNamespace(ctx context.Context, f saver.ListFilter) ([]*parti
 		out []*partial
 		err error
 	)
-	qerr := s.query(ctx, in, func(items []item) bool {
+	qerr := s.table.Query(ctx, in, func(items []item) bool {
 		for _, it := range items {
 			var p *partial
 			if p, err = w.add(it); err != nil {
@@ -148,7 +148,7 @@ func (s *Store) namespaces(ctx context.Context, tenant, threadID string, max int
 			ns    string
 			found bool
 		)
-		err := s.query(ctx, in, func(items []item) bool {
+		err := s.table.Query(ctx, in, func(items []item) bool {
 			if len(items) == 0 {
 				return true
 			}
@@ -193,7 +193,7 @@ type pager func(ctx context.Context, fn func([]item) bool) error
 // queryThread reads every checkpoint and write of a thread.
 func (s *Store) queryThread(tenant, threadID string) pager {
 	return func(ctx context.Context, fn func([]item) bool) error {
-		return s.query(ctx, &dynamodb.QueryInput{
+		return s.table.Query(ctx, &dynamodb.QueryInput{
 			KeyConditionExpression: ptr("PK = :pk AND begins_with(SK, :c)"),
 			ExpressionAttributeValues: item{
 				":pk": attrS(partitionKey(tenant, threadID)),
@@ -206,7 +206,7 @@ func (s *Store) queryThread(tenant, threadID string) pager {
 // scanTenant reads every checkpoint and write of a tenant.
 func (s *Store) scanTenant(tenant string) pager {
 	return func(ctx context.Context, fn func([]item) bool) error {
-		return s.scan(ctx, &dynamodb.ScanInput{
+		return s.table.Scan(ctx, &dynamodb.ScanInput{
 			FilterExpression: ptr("begins_with(PK, :t) AND begins_with(SK, :c)"),
 			ExpressionAttributeValues: item{
 				":t": attrS(tenantPrefix(tenant)),

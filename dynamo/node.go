@@ -46,7 +46,7 @@ func (s *Store) ListNodes(ctx context.Context, tenant, threadID string) ([]saver
 		nodes = []saver.Node{}
 		cur   = -1 // index in nodes of the checkpoint the next writes follow
 	)
-	err := s.query(ctx, in, func(items []item) bool {
+	err := s.table.Query(ctx, in, func(items []item) bool {
 		for _, it := range items {
 			if s.expired(getN(it, attrExpiresAt)) {
 				continue

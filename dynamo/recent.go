@@ -5,10 +5,11 @@ import (
 	"sync"
 )
 
-// recent remembers, per channel of a namespace, the value of the version a
-// put last wrote or a latest read last returned, so that the next put of
-// the channel can store a patch against it (see patched.go) without reading
-// it back, and the next read can take it from here (known.go). It holds at most max bytes of values, dropping the least
+// recent is the cache of the patch cache value (patched.go): per channel of
+// a namespace, the value of the version a put last wrote or a latest read
+// last returned, so that the next put of the channel can store a patch
+// against it without reading it back, and the next read can take it from
+// here (known.go). It holds at most max bytes of values, dropping the least
 // recently used. A stale entry costs no correctness: a patch is written on
 // the condition that the namespace's lifetimes item still names its base
 // as the channel's version, and the put falls back to the whole value when
@@ -62,6 +63,20 @@ func (r *recent) get(k recentKey) (*recentValue, bool) {
 	}
 	r.order.MoveToFront(e)
 	return e.Value.(*recentValue), true
+}
+
+// getAll returns the entries of keys that it holds, with one lock.
+func (r *recent) getAll(keys []recentKey) map[recentKey]*recentValue {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[recentKey]*recentValue, len(keys))
+	for _, k := range keys {
+		if e, ok := r.byKey[k]; ok {
+			r.order.MoveToFront(e)
+			out[k] = e.Value.(*recentValue)
+		}
+	}
+	return out
 }
 
 // put records v, replacing the channel's entry. A value over the whole

@@ -9,18 +9,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/saver-dev/saver"
+	"github.com/saver-dev/saver/internal/awsx"
 )
 
-// DynamoAPI is the part of the DynamoDB client the store uses.
-// *dynamodb.Client implements it.
+// DynamoAPI is the part of the DynamoDB client the store uses: the table's
+// requests (awsx.DB) and its setup. *dynamodb.Client implements it.
 type DynamoAPI interface {
-	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
-	Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
-	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
-	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
-	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
-	BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error)
-	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
+	awsx.DB
 	DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
 	CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error)
 	DescribeTimeToLive(ctx context.Context, in *dynamodb.DescribeTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTimeToLiveOutput, error)
@@ -29,15 +24,15 @@ type DynamoAPI interface {
 
 // Offloader keeps payloads that are too large for an item somewhere else and
 // hands back a reference to store in the item instead. s3offload.Store is the
-// production one; cmd/saver wires it in. References are opaque to this
-// package, and offloaders must make Offload idempotent (the same data twice
-// gives a usable reference both times) because puts are retried.
+// production one; cmd/saver wires it in. Which payloads go is the store's
+// decision (OffloadThreshold), made with the item layout; references are
+// opaque to this package, and offloaders must make Offload idempotent (the
+// same data twice gives a usable reference both times) because puts are
+// retried.
 type Offloader interface {
-	// Offload stores data for a thread when an item holding it inline would be
-	// itemSize bytes and that is too large, and returns its reference; it
-	// returns "" when the data should stay in the item. expiresAt is the
-	// item's expiry in epoch seconds, 0 for none.
-	Offload(ctx context.Context, tenant, threadID string, data []byte, itemSize int, expiresAt int64) (ref string, err error)
+	// Offload stores data for a thread and returns its reference.
+	// expiresAt is the item's expiry in epoch seconds, 0 for none.
+	Offload(ctx context.Context, tenant, threadID string, data []byte, expiresAt int64) (ref string, err error)
 	// Load returns the data a reference points to.
 	Load(ctx context.Context, ref string) ([]byte, error)
 	// Copy makes a copy of ref's data for another thread and returns its reference.
@@ -56,9 +51,13 @@ type Offloader interface {
 // that honours conditional puts, on one DynamoDB table. See the package doc for the item
 // layout. Its methods are safe for concurrent use.
 type Store struct {
-	// Offload, when set, takes payloads that would make an item larger than
-	// it allows. Without it such a put fails with ETOOLARGE.
+	// Offload, when set, takes the payloads that would make an item larger
+	// than OffloadThreshold bytes. Without it an item over DynamoDB's limit
+	// fails with ETOOLARGE.
 	Offload Offloader
+	// OffloadThreshold is the item size in bytes above which a payload
+	// goes to Offload. NewStore sets DefaultOffloadThreshold.
+	OffloadThreshold int
 	// Now is the clock of expiry (hiding expired items, extending blobs)
 	// and of the idempotency ledger's leases and records.
 	Now func() time.Time
@@ -71,42 +70,33 @@ type Store struct {
 	FirstPage int32
 
 	db     DynamoAPI
-	table  string
-	recent *recent // values to patch on (patched.go); nil: no patches
-	// pause waits before re-sending unprocessed batch items (backoff; tests
-	// make it instant).
-	pause func(ctx context.Context, try int) error
+	table  *awsx.Table
+	recent *recent // the patch cache's (patched.go); nil: no patches
 }
 
 var _ saver.Store = (*Store)(nil)
 
+// DefaultOffloadThreshold is the item size above which payloads are
+// offloaded: 350 KB, a margin under DynamoDB's 400 KB item limit for the
+// item's other fields.
+const DefaultOffloadThreshold = 350 << 10
+
 // NewStore returns a store on table, which must exist (see CreateTable).
 func NewStore(db DynamoAPI, table string) *Store {
-	return &Store{Now: time.Now, FirstPage: 8, db: db, table: table, pause: backoff, recent: newRecent(DefaultRecentBytes)}
-}
-
-// RememberValues sets the bytes of recent channel values the store keeps to
-// store the next versions as patches on them (see patched.go); 0 stores
-// every value whole.
-func (s *Store) RememberValues(bytes int) {
-	if bytes <= 0 {
-		s.recent = nil
-		return
-	}
-	s.recent = newRecent(bytes)
+	return &Store{Now: time.Now, FirstPage: 8, OffloadThreshold: DefaultOffloadThreshold, db: db, table: awsx.NewTable(db, table), recent: newRecent(DefaultRecentBytes)}
 }
 
 // Table returns the name of the store's table.
-func (s *Store) Table() string { return s.table }
+func (s *Store) Table() string { return s.table.Name }
 
 // Ping checks that the table answers and is ready: the readiness probe.
 func (s *Store) Ping(ctx context.Context) error {
-	out, err := s.db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: &s.table})
+	out, err := s.db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: &s.table.Name})
 	if err != nil {
-		return fmt.Errorf("dynamo: ping %s: %w", s.table, translate(err))
+		return fmt.Errorf("dynamo: ping %s: %w", s.table.Name, awsx.DynamoError(err))
 	}
 	if st := out.Table.TableStatus; st != types.TableStatusActive && st != types.TableStatusUpdating {
-		return fmt.Errorf("dynamo: ping %s: %w", s.table, saver.Errorf(saver.EUNAVAILABLE, "Table %s is %s.", s.table, st))
+		return fmt.Errorf("dynamo: ping %s: %w", s.table.Name, saver.Errorf(saver.EUNAVAILABLE, "Table %s is %s.", s.table.Name, st))
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/saver-dev/saver"
+	"github.com/saver-dev/saver/internal/awsx"
 )
 
 // threadItems reads every item of a thread: one Query per 1 MB page.
@@ -26,7 +27,7 @@ func (s *Store) partitionItems(ctx context.Context, pk string, projection ...str
 	}
 	project(&in.ProjectionExpression, &in.ExpressionAttributeNames, projection)
 	var out []item
-	err := s.query(ctx, in, func(items []item) bool {
+	err := s.table.Query(ctx, in, func(items []item) bool {
 		out = append(out, items...)
 		return true
 	})
@@ -63,7 +64,7 @@ func (s *Store) deleteItems(ctx context.Context, items []item) error {
 	for i, it := range items {
 		reqs[i] = types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: item{attrPK: it[attrPK], attrSK: it[attrSK]}}}
 	}
-	return s.batchWrite(ctx, reqs)
+	return s.table.BatchWrite(ctx, reqs)
 }
 
 // DeleteThread deletes every item of the thread, then its offloaded
@@ -103,7 +104,7 @@ func (s *Store) DeleteForRuns(ctx context.Context, tenant string, runIDs []strin
 		ProjectionExpression:      ptr("#pk, #ns, #id, #r"),
 	}
 	var found []item
-	err := s.scan(ctx, in, func(items []item) bool {
+	err := s.table.Scan(ctx, in, func(items []item) bool {
 		for _, it := range items {
 			if runs[getS(it, attrRunID)] {
 				found = append(found, it)
@@ -127,7 +128,7 @@ func (s *Store) DeleteForRuns(ctx context.Context, tenant string, runIDs []strin
 			},
 		}
 		project(&q.ProjectionExpression, &q.ExpressionAttributeNames, keyAttrs)
-		err = s.query(ctx, q, func(page []item) bool {
+		err = s.table.Query(ctx, q, func(page []item) bool {
 			items = append(items, page...)
 			return true
 		})
@@ -185,7 +186,7 @@ func (s *Store) copyThread(ctx context.Context, tenant, src, dst string) error {
 		}
 		reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: c}})
 	}
-	return s.batchWrite(ctx, reqs)
+	return s.table.BatchWrite(ctx, reqs)
 }
 
 // Prune deletes the threads (PruneDelete) or, for PruneKeepLatest, reads
@@ -217,53 +218,9 @@ func (s *Store) keepLatest(ctx context.Context, tenant, threadID string) error {
 	if err != nil {
 		return err
 	}
-	latest := map[string]string{} // namespace -> newest checkpoint id
-	for _, it := range items {
-		if getS(it, attrKind) != itemCheckpoint || s.expired(getN(it, attrExpiresAt)) {
-			continue
-		}
-		ns, id := getS(it, attrNS), getS(it, attrID)
-		if cur, ok := latest[ns]; !ok || id > cur {
-			latest[ns] = id
-		}
-	}
-	// The latest of each namespace stays, with the ancestors its
-	// DeltaChannels need (saver.Chain) and the writes of all of them.
-	chains, err := s.chainsOfItems(tenant, items)
+	keep, err := s.kept(tenant, items)
 	if err != nil {
 		return err
-	}
-	keep := map[string]bool{}       // sort keys
-	keptIDs := map[[2]string]bool{} // namespace, checkpoint id
-	for ns, id := range latest {
-		chain, err := chains.chain(ns, id)
-		if err != nil {
-			return err
-		}
-		for _, id := range append(chain, id) {
-			keep[checkpointKey(ns, id)] = true
-			keptIDs[[2]string{ns, id}] = true
-		}
-	}
-	for _, it := range items {
-		if getS(it, attrKind) != itemCheckpoint || !keep[getS(it, attrSK)] {
-			continue
-		}
-		if m, ok := it[attrVersions].(*types.AttributeValueMemberM); ok {
-			for ch, v := range m.Value {
-				if v, ok := v.(*types.AttributeValueMemberS); ok {
-					keep[blobKey(getS(it, attrNS), ch, v.Value)] = true
-				}
-			}
-		}
-	}
-	// A kept value that is a patch keeps the blobs it patches on.
-	for _, it := range items {
-		if getS(it, attrKind) == itemBlob && keep[getS(it, attrSK)] {
-			for _, v := range chainOf(it) {
-				keep[blobKey(getS(it, attrNS), getS(it, attrChannel), v)] = true
-			}
-		}
 	}
 	var (
 		drop     []item
@@ -271,14 +228,10 @@ func (s *Store) keepLatest(ctx context.Context, tenant, threadID string) error {
 		released []string
 	)
 	for _, it := range items {
-		sk := getS(it, attrSK)
-		if getS(it, attrKind) == itemWrite && keptIDs[[2]string{getS(it, attrNS), getS(it, attrID)}] {
-			keep[sk] = true
-		}
 		// Lifetimes items go: their entries may name blobs dropped here.
 		// They only save reads, and the next put of each namespace reads
 		// what it references and records it again.
-		if keep[sk] {
+		if keep[getS(it, attrSK)] {
 			for _, r := range refs(it) {
 				kept[r] = true
 			}
@@ -298,20 +251,84 @@ func (s *Store) keepLatest(ctx context.Context, tenant, threadID string) error {
 	return nil
 }
 
+// kept returns the sort keys of the items of a thread that keep_latest
+// keeps: the latest live checkpoint of each namespace, with the ancestors
+// its DeltaChannels need (saver.Chain), the writes of all of them, the blobs
+// they point at and the blobs those patch on.
+func (s *Store) kept(tenant string, items []item) (map[string]bool, error) {
+	latest := map[string]string{} // namespace -> newest checkpoint id
+	for _, it := range items {
+		if getS(it, attrKind) != itemCheckpoint || s.expired(getN(it, attrExpiresAt)) {
+			continue
+		}
+		ns, id := getS(it, attrNS), getS(it, attrID)
+		if cur, ok := latest[ns]; !ok || id > cur {
+			latest[ns] = id
+		}
+	}
+	chains, err := s.chainsOfItems(tenant, items)
+	if err != nil {
+		return nil, err
+	}
+	keep := map[string]bool{}       // sort keys
+	keptIDs := map[[2]string]bool{} // namespace, checkpoint id
+	for ns, id := range latest {
+		chain, err := chains.chain(ns, id)
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range append(chain, id) {
+			keep[checkpointKey(ns, id)] = true
+			keptIDs[[2]string{ns, id}] = true
+		}
+	}
+	for _, it := range items {
+		switch getS(it, attrKind) {
+		case itemCheckpoint:
+			if keep[getS(it, attrSK)] {
+				for ch, v := range stringMap(it[attrVersions]) {
+					keep[blobKey(getS(it, attrNS), ch, v)] = true
+				}
+			}
+		case itemWrite:
+			if keptIDs[[2]string{getS(it, attrNS), getS(it, attrID)}] {
+				keep[getS(it, attrSK)] = true
+			}
+		}
+	}
+	patches{s}.keepBases(items, keep)
+	return keep, nil
+}
+
+// stringMap returns the string entries of a map attribute.
+func stringMap(av types.AttributeValue) map[string]string {
+	m, _ := av.(*types.AttributeValueMemberM)
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m.Value))
+	for k, v := range m.Value {
+		if v, ok := v.(*types.AttributeValueMemberS); ok {
+			out[k] = v.Value
+		}
+	}
+	return out
+}
+
 // OffloadRefs returns the offloaded payload references the thread's live
 // items hold. The s3offload sweeper calls it to know which objects are live:
 // an object only expired items point at is swept like an orphan (reads hide
 // those items, so nothing reads the object again). One Query per 1 MB page,
 // projected on the references and expiries.
 func (s *Store) OffloadRefs(ctx context.Context, tenant, threadID string) ([]string, error) {
-	e := newExpr("p")
-	e.text = strings.Join([]string{e.path(attrBody, payloadRef), e.path(attrValue, payloadRef), e.name(attrExpiresAt)}, ", ")
+	e := awsx.NewExpr("p")
+	e.Text = strings.Join([]string{e.Path(attrBody, payloadRef), e.Path(attrValue, payloadRef), e.Name(attrExpiresAt)}, ", ")
 	var out []string
-	err := s.query(ctx, &dynamodb.QueryInput{
+	err := s.table.Query(ctx, &dynamodb.QueryInput{
 		KeyConditionExpression:    ptr("PK = :pk"),
 		ExpressionAttributeValues: item{":pk": attrS(partitionKey(tenant, threadID))},
-		ExpressionAttributeNames:  e.names,
-		ProjectionExpression:      &e.text,
+		ExpressionAttributeNames:  e.Names,
+		ProjectionExpression:      &e.Text,
 	}, func(items []item) bool {
 		for _, it := range items {
 			if !s.expired(getN(it, attrExpiresAt)) {

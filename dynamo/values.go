@@ -64,7 +64,7 @@ func (r *blobReader) read(ctx context.Context) error {
 		if round == 2 {
 			return fmt.Errorf("blob chains still incomplete after two reads")
 		}
-		found, err := r.s.batchGet(ctx, r.keys)
+		found, err := r.s.table.BatchGet(ctx, r.keys)
 		if err != nil {
 			return err
 		}
@@ -80,7 +80,8 @@ func (r *blobReader) read(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			sb := &storedBlob{blob: b, ns: getS(it, attrNS), chain: chainOf(it), hash: getS(it, attrHash), exp: exp}
+			sb := &storedBlob{blob: b, ns: getS(it, attrNS), exp: exp}
+			sb.chain, sb.hash = patchOf(it)
 			pk := getS(it, attrPK)
 			r.stored[blobID{pk, getS(it, attrSK)}] = sb
 			for _, v := range sb.chain {
@@ -95,8 +96,7 @@ func (r *blobReader) read(ctx context.Context) error {
 }
 
 // value returns the whole value of a blob read, nil if it was not found
-// (absent or expired). A patch whose chain is broken is corrupt data, which
-// fails the read rather than return a wrong value.
+// (absent or expired). A patch is resolved on its chain (patches.resolve).
 func (r *blobReader) value(pk, ns, channel, version string) (*resolved, *storedBlob, error) {
 	id := blobID{pk, blobKey(ns, channel, version)}
 	sb := r.stored[id]
@@ -112,17 +112,10 @@ func (r *blobReader) value(pk, ns, channel, version string) (*resolved, *storedB
 		if err != nil {
 			return nil, nil, err
 		}
-		if base == nil {
-			return nil, nil, fmt.Errorf("blob %s@%s: the value it patches, %s, is missing", channel, version, sb.chain[n-1])
-		}
-		data, err := patch(base.data, sb.blob.Value.Data)
+		v, err = patches{r.s}.resolve(channel, version, sb, base)
 		if err != nil {
-			return nil, nil, fmt.Errorf("blob %s@%s: %w", channel, version, err)
+			return nil, nil, err
 		}
-		if h := contentHash(data); h != sb.hash {
-			return nil, nil, fmt.Errorf("blob %s@%s: %w: applied on %s it does not rebuild the value it was made from", channel, version, errPatch, sb.chain[n-1])
-		}
-		v = &resolved{data: data, chain: sb.chain, patched: base.patched + len(sb.blob.Value.Data), hash: sb.hash}
 	}
 	r.values[id] = v
 	return v, sb, nil

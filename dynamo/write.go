@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/saver-dev/saver"
+	"github.com/saver-dev/saver/internal/awsx"
 )
 
 // PutWrites stores a task's writes in one request: its ordinary writes in
@@ -30,7 +31,7 @@ func (s *Store) PutWrites(ctx context.Context, in saver.PutWrites) error {
 	}
 	ops := writeOps(in.CheckpointRef, specials, in.ExpiresAt)
 	for i, w := range specials {
-		if err := s.offload(ctx, in.Tenant, in.ThreadID, ops[i].item, attrValue, w.Value, in.ExpiresAt); err != nil {
+		if err := s.offload(ctx, in.Tenant, in.ThreadID, ops[i].Item, attrValue, w.Value, in.ExpiresAt); err != nil {
 			return fmt.Errorf("dynamo: put writes on %s: write %s/%d: %w", in.ID, w.TaskID, w.Idx, err)
 		}
 	}
@@ -62,7 +63,7 @@ func (s *Store) PutWrites(ctx context.Context, in saver.PutWrites) error {
 
 // putWrites sends one request: the special writes' ops and a bundle of the
 // ordinary writes. A bundle whose key is taken fails it with *bundleTaken.
-func (s *Store) putWrites(ctx context.Context, in saver.PutWrites, ordinary []saver.Write, seq int, specials []writeOp) error {
+func (s *Store) putWrites(ctx context.Context, in saver.PutWrites, ordinary []saver.Write, seq int, specials []awsx.WriteOp) error {
 	ops := specials[:len(specials):len(specials)]
 	if len(ordinary) > 0 {
 		op, err := s.bundle(ctx, in.CheckpointRef, ordinary, seq, in.ExpiresAt)
@@ -74,18 +75,18 @@ func (s *Store) putWrites(ctx context.Context, in saver.PutWrites, ordinary []sa
 	if len(ops) == 0 {
 		return nil
 	}
-	if len(chunkOps(ops, maxTransactItems, maxTransactBytes)) > 1 {
+	if len(awsx.Chunks(ops)) > 1 {
 		return saver.Errorf(saver.ETOOLARGE, "A put_writes keeps its writes to special channels (negative idx) in one transaction beside one item of its other writes: at most %d items and %d MB; this one has %d special writes.",
-			maxTransactItems, maxTransactBytes>>20, len(specials))
+			awsx.MaxTransactItems, awsx.MaxTransactBytes>>20, len(specials))
 	}
-	err := s.transact(ctx, ops)
-	var cf *condFailed
+	err := s.table.Transact(ctx, ops)
+	var cf *awsx.CondFailed
 	if !errors.As(err, &cf) {
 		return err
 	}
-	old, ok := cf.items[len(ops)-1]
-	if len(ordinary) == 0 || !ok || old == nil || len(cf.items) != 1 {
-		return fmt.Errorf("unexpected condition failure on %d items: %w", len(cf.items), err)
+	old, ok := cf.Items[len(ops)-1]
+	if len(ordinary) == 0 || !ok || old == nil || len(cf.Items) != 1 {
+		return fmt.Errorf("unexpected condition failure on %d items: %w", len(cf.Items), err)
 	}
 	has, err := s.bundledIDs(ctx, old)
 	if err != nil {
@@ -95,10 +96,10 @@ func (s *Store) putWrites(ctx context.Context, in saver.PutWrites, ordinary []sa
 }
 
 // writeOps returns a put of each write's item, values inline.
-func writeOps(ref saver.CheckpointRef, writes []saver.Write, exp int64) []writeOp {
-	ops := make([]writeOp, len(writes))
+func writeOps(ref saver.CheckpointRef, writes []saver.Write, exp int64) []awsx.WriteOp {
+	ops := make([]awsx.WriteOp, len(writes))
 	for i, w := range writes {
-		ops[i] = writeOp{item: writeItem(ref, w, exp)}
+		ops[i] = awsx.WriteOp{Item: writeItem(ref, w, exp)}
 	}
 	return ops
 }

@@ -37,7 +37,7 @@ func newRig(t *testing.T, threshold int, fast bool) *rig {
 	t.Helper()
 	st := localstack.MustStore(t)
 	if threshold > 0 {
-		st.Offload.Threshold = threshold
+		st.Store.OffloadThreshold = threshold
 	}
 	ft := faults.New(awshttp.NewBuildableClient().GetTransport())
 	cfg := localstack.MustConfig(t)
@@ -55,9 +55,8 @@ func newRig(t *testing.T, threshold int, fast bool) *rig {
 	if len(s3Opts) > 0 {
 		s3c = s3.New(s3c.Options(), s3Opts...)
 	}
-	off := s3offload.NewStore(s3c, st.Offload.Bucket())
-	off.Threshold = st.Offload.Threshold
-	faulty.Offload = off
+	faulty.Offload = s3offload.NewStore(s3c, st.Offload.Bucket())
+	faulty.OffloadThreshold = st.Store.OffloadThreshold
 	return &rig{ft: ft, api: service(t, faulty), clean: service(t, st.Store)}
 }
 

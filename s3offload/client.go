@@ -1,31 +1,25 @@
 package s3offload
 
 import (
-	"time"
-
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go/middleware"
+
+	"github.com/saver-dev/saver/internal/awsx"
 )
 
-// Retry policy, as for DynamoDB (see dynamo.NewRetryer): exponential backoff
-// with full jitter from 1 s for throttling (S3's 503 SlowDown) and BaseDelay
-// otherwise, each wait under MaxBackoff, then EUNAVAILABLE.
+// Retry policy, as for DynamoDB (awsx.NewRetryer): exponential backoff with
+// full jitter from 1 s for throttling (S3's 503 SlowDown) and BaseDelay
+// otherwise, each wait under MaxBackoff, MaxAttempts tries, then
+// EUNAVAILABLE.
 const (
 	MaxAttempts = 6
-	MaxBackoff  = time.Second
-	BaseDelay   = 25 * time.Millisecond
+	MaxBackoff  = awsx.MaxBackoff
+	BaseDelay   = awsx.BaseDelay
 )
 
 // NewRetryer returns the SDK retryer the store's client uses.
-func NewRetryer() aws.Retryer {
-	return retry.NewStandard(func(o *retry.StandardOptions) {
-		o.MaxAttempts = MaxAttempts
-		o.MaxBackoff = MaxBackoff
-		o.BaseDelay = BaseDelay
-	})
-}
+func NewRetryer() aws.Retryer { return awsx.NewRetryer(MaxAttempts) }
 
 // NewClient returns an S3 client for cfg with the store's retryer. With a
 // custom endpoint (AWS_ENDPOINT_URL_S3, as a local stack sets) it addresses

@@ -117,7 +117,7 @@ func TestSweeperKeepsLiveObjects(t *testing.T) {
 	replaced.Blobs = nil
 	storetest.MustPutCheckpoint(t, s, replaced)
 	// An orphan of a crashed put.
-	if _, err := st.Offload.Offload(t.Context(), ref.Tenant, ref.ThreadID, []byte("orphan"), 1<<30, 0); err != nil {
+	if _, err := st.Offload.Offload(t.Context(), ref.Tenant, ref.ThreadID, []byte("orphan"), 0); err != nil {
 		t.Fatal(err)
 	}
 	before := st.Objects(t)

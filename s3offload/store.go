@@ -1,8 +1,10 @@
 // Package s3offload keeps checkpoint payloads too large for a DynamoDB item
 // in S3, and sweeps away the objects no item points to.
 //
-// The dynamo store calls it through its dynamo.Offloader interface (wired in
-// cmd/saver); this package knows nothing of items. Ordering is the caller's
+// The dynamo store decides which payloads come here (by the size of the
+// item that would hold them) and calls it through its dynamo.Offloader
+// interface (wired in cmd/saver); this package stores and sweeps, and knows
+// nothing of items. Ordering is the caller's
 // half of the bargain: the object is written first and the item pointing at
 // it last, so a crash in between leaves at worst an orphan object, which the
 // Sweeper removes, and never an item pointing at nothing.
@@ -25,6 +27,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/saver-dev/saver/internal/awsx"
 )
 
 // S3API is the part of the S3 client the store uses. *s3.Client implements it.
@@ -40,18 +44,11 @@ type S3API interface {
 	DeleteObjectTagging(ctx context.Context, in *s3.DeleteObjectTaggingInput, optFns ...func(*s3.Options)) (*s3.DeleteObjectTaggingOutput, error)
 }
 
-// DefaultThreshold is the item size above which payloads go to S3: 350 KB,
-// a margin under DynamoDB's 400 KB item limit for the item's other fields.
-const DefaultThreshold = 350 << 10
-
 // maxDeleteObjects is S3's limit of keys per DeleteObjects request.
 const maxDeleteObjects = 1000
 
 // Store writes payloads to one bucket. Its methods are safe for concurrent use.
 type Store struct {
-	// Threshold is the item size in bytes above which a payload is
-	// offloaded. NewStore sets DefaultThreshold.
-	Threshold int
 	// Prefix starts every key, so that a bucket can be shared; "" or a
 	// string ending in "/".
 	Prefix string
@@ -64,7 +61,7 @@ type Store struct {
 
 // NewStore returns a store writing to bucket, which must exist.
 func NewStore(client S3API, bucket string) *Store {
-	return &Store{Threshold: DefaultThreshold, Now: time.Now, s3: client, bucket: bucket}
+	return &Store{Now: time.Now, s3: client, bucket: bucket}
 }
 
 // Bucket returns the store's bucket.
@@ -73,19 +70,15 @@ func (s *Store) Bucket() string { return s.bucket }
 // Ping checks that the bucket answers: the readiness probe.
 func (s *Store) Ping(ctx context.Context) error {
 	if _, err := s.s3.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: &s.bucket}); err != nil {
-		return fmt.Errorf("s3offload: ping %s: %w", s.bucket, translate(err))
+		return fmt.Errorf("s3offload: ping %s: %w", s.bucket, awsx.S3Error(err))
 	}
 	return nil
 }
 
-// Offload writes data to S3 when an item holding it inline would be larger
-// than Threshold, and returns the object's key; "" means keep it inline.
-// Writing the same data again within the hour writes the same key, so a
-// retried put is idempotent.
-func (s *Store) Offload(ctx context.Context, tenant, threadID string, data []byte, itemSize int, expiresAt int64) (string, error) {
-	if itemSize <= s.Threshold {
-		return "", nil
-	}
+// Offload writes data to S3 and returns the object's key. Writing the same
+// data again within the hour writes the same key, so a retried put is
+// idempotent. Which payloads come here is the dynamo store's decision.
+func (s *Store) Offload(ctx context.Context, tenant, threadID string, data []byte, expiresAt int64) (string, error) {
 	now := s.Now()
 	key := s.objectKey(tenant, threadID, digest(data), now)
 	in := &s3.PutObjectInput{
@@ -99,7 +92,7 @@ func (s *Store) Offload(ctx context.Context, tenant, threadID string, data []byt
 		in.Tagging = &tags
 	}
 	if _, err := s.s3.PutObject(ctx, in); err != nil {
-		return "", fmt.Errorf("s3offload: put %s: %w", key, translate(err))
+		return "", fmt.Errorf("s3offload: put %s: %w", key, awsx.S3Error(err))
 	}
 	return key, nil
 }
@@ -114,12 +107,12 @@ func (s *Store) Load(ctx context.Context, ref string) ([]byte, error) {
 	}
 	out, err := s.s3.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: &ref})
 	if err != nil {
-		return nil, fmt.Errorf("s3offload: load %s: %w", ref, translate(err))
+		return nil, fmt.Errorf("s3offload: load %s: %w", ref, awsx.S3Error(err))
 	}
 	defer out.Body.Close()
 	data, err := io.ReadAll(out.Body)
 	if err != nil {
-		return nil, fmt.Errorf("s3offload: load %s: %w", ref, translate(err))
+		return nil, fmt.Errorf("s3offload: load %s: %w", ref, awsx.S3Error(err))
 	}
 	if digest(data) != name.sum {
 		return nil, fmt.Errorf("s3offload: load %s: content does not match its hash", ref)
@@ -146,7 +139,7 @@ func (s *Store) Copy(ctx context.Context, ref, tenant, threadID string, expiresA
 		in.Tagging = &tags
 	}
 	if _, err := s.s3.CopyObject(ctx, in); err != nil {
-		return "", fmt.Errorf("s3offload: copy %s to %s: %w", ref, key, translate(err))
+		return "", fmt.Errorf("s3offload: copy %s to %s: %w", ref, key, awsx.S3Error(err))
 	}
 	return key, nil
 }
@@ -165,7 +158,7 @@ func (s *Store) Retag(ctx context.Context, ref string, expiresAt int64) error {
 	}
 	out, err := s.s3.GetObjectTagging(ctx, &s3.GetObjectTaggingInput{Bucket: &s.bucket, Key: &ref})
 	if err != nil {
-		return fmt.Errorf("s3offload: retag %s: %w", ref, translate(err))
+		return fmt.Errorf("s3offload: retag %s: %w", ref, awsx.S3Error(err))
 	}
 	current := int64(0) // untagged: never expires
 	for _, t := range out.TagSet {
@@ -187,7 +180,7 @@ func (s *Store) Retag(ctx context.Context, ref string, expiresAt int64) error {
 		_, err = s.s3.PutObjectTagging(ctx, &s3.PutObjectTaggingInput{Bucket: &s.bucket, Key: &ref, Tagging: &types.Tagging{TagSet: set}})
 	}
 	if err != nil {
-		return fmt.Errorf("s3offload: retag %s: %w", ref, translate(err))
+		return fmt.Errorf("s3offload: retag %s: %w", ref, awsx.S3Error(err))
 	}
 	return nil
 }
@@ -205,7 +198,7 @@ func (s *Store) Delete(ctx context.Context, refs []string) error {
 			Delete: &types.Delete{Objects: ids, Quiet: ptr(true)},
 		})
 		if err != nil {
-			return fmt.Errorf("s3offload: delete %d objects: %w", len(chunk), translate(err))
+			return fmt.Errorf("s3offload: delete %d objects: %w", len(chunk), awsx.S3Error(err))
 		}
 		for _, e := range out.Errors {
 			if deref(e.Code) != "NoSuchKey" {
@@ -237,7 +230,7 @@ func (s *Store) list(ctx context.Context, prefix string, fn func(types.Object)) 
 	for {
 		out, err := s.s3.ListObjectsV2(ctx, in)
 		if err != nil {
-			return fmt.Errorf("list %s: %w", prefix, translate(err))
+			return fmt.Errorf("list %s: %w", prefix, awsx.S3Error(err))
 		}
 		for _, o := range out.Contents {
 			fn(o)

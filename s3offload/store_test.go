@@ -183,18 +183,15 @@ func newTestStore() (*Store, *fakeS3, *clock) {
 	return s, f, c
 }
 
-func TestOffloadThreshold(t *testing.T) {
+func TestOffload(t *testing.T) {
 	s, f, _ := newTestStore()
 	ctx := t.Context()
 	data := []byte("payload")
-	if ref, err := s.Offload(ctx, "t", "th", data, DefaultThreshold, 0); err != nil || ref != "" {
-		t.Fatalf("at the threshold: ref %q, err %v; want inline", ref, err)
-	}
-	ref, err := s.Offload(ctx, "t", "th", data, DefaultThreshold+1, 0)
+	ref, err := s.Offload(ctx, "t", "th", data, 0)
 	if err != nil || ref == "" {
-		t.Fatalf("over the threshold: ref %q, err %v", ref, err)
+		t.Fatalf("offload: ref %q, err %v", ref, err)
 	}
-	again, err := s.Offload(ctx, "t", "th", data, DefaultThreshold+1, 0)
+	again, err := s.Offload(ctx, "t", "th", data, 0)
 	if err != nil || again != ref {
 		t.Fatalf("second offload of the same data: %q, %v; want %q (idempotent)", again, err, ref)
 	}
@@ -212,7 +209,7 @@ func TestOffloadThreshold(t *testing.T) {
 func TestOffloadTags(t *testing.T) {
 	s, f, c := newTestStore()
 	exp := c.Now().Add(36 * time.Hour).Unix()
-	ref, err := s.Offload(t.Context(), "t", "th", []byte("x"), DefaultThreshold+1, exp)
+	ref, err := s.Offload(t.Context(), "t", "th", []byte("x"), exp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +217,7 @@ func TestOffloadTags(t *testing.T) {
 	if tags.Get("ttl-days") != "2" || tags.Get("expires-at") == "" {
 		t.Fatalf("tags %v, want ttl-days=2 and expires-at", tags)
 	}
-	ref, _ = s.Offload(t.Context(), "t", "th", []byte("y"), DefaultThreshold+1, 0)
+	ref, _ = s.Offload(t.Context(), "t", "th", []byte("y"), 0)
 	if f.objects[ref].tagging != "" {
 		t.Fatalf("object without expiry tagged %q", f.objects[ref].tagging)
 	}
@@ -235,7 +232,7 @@ func TestRetag(t *testing.T) {
 	written := c.Now()
 	period := written.Truncate(time.Hour).Unix() // 10:00, the object's period
 	exp := written.Unix() + 3600
-	ref, err := s.Offload(ctx, "t", "th", []byte("payload"), 1<<30, exp)
+	ref, err := s.Offload(ctx, "t", "th", []byte("payload"), exp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +292,7 @@ func TestKeys(t *testing.T) {
 
 func TestLoadErrors(t *testing.T) {
 	s, f, _ := newTestStore()
-	ref, _ := s.Offload(t.Context(), "t", "th", []byte("x"), DefaultThreshold+1, 0)
+	ref, _ := s.Offload(t.Context(), "t", "th", []byte("x"), 0)
 	f.objects[ref] = fakeObject{data: []byte("tampered")}
 	if _, err := s.Load(t.Context(), ref); err == nil {
 		t.Fatal("Load of a tampered object succeeded")
@@ -313,10 +310,10 @@ func TestCopyAndDeleteThread(t *testing.T) {
 	ctx := t.Context()
 	var refs []string
 	for _, d := range []string{"a", "b", "c"} {
-		ref, _ := s.Offload(ctx, "t", "src", []byte(d), DefaultThreshold+1, 0)
+		ref, _ := s.Offload(ctx, "t", "src", []byte(d), 0)
 		refs = append(refs, ref)
 	}
-	other, _ := s.Offload(ctx, "t", "other", []byte("a"), DefaultThreshold+1, 0)
+	other, _ := s.Offload(ctx, "t", "other", []byte("a"), 0)
 	copied, err := s.Copy(ctx, refs[0], "t", "dst", 0)
 	if err != nil || !strings.HasPrefix(copied, s.threadPrefix("t", "dst")) {
 		t.Fatalf("Copy = %q, %v", copied, err)
@@ -347,7 +344,7 @@ func TestSweepRemovesOrphansOnly(t *testing.T) {
 	s, f, c := newTestStore()
 	ctx := t.Context()
 	put := func(thread, data string) string {
-		ref, err := s.Offload(ctx, "t", thread, []byte(data), DefaultThreshold+1, 0)
+		ref, err := s.Offload(ctx, "t", thread, []byte(data), 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -398,7 +395,7 @@ func TestSweepRemovesOrphansOnly(t *testing.T) {
 // grace ago is left alone even with no reference.
 func TestSweepGrace(t *testing.T) {
 	s, f, c := newTestStore()
-	ref, _ := s.Offload(t.Context(), "t", "th", []byte("x"), DefaultThreshold+1, 0)
+	ref, _ := s.Offload(t.Context(), "t", "th", []byte("x"), 0)
 	c.Add(time.Hour) // the period closed 30 minutes ago
 	sw := NewSweeper(s, refsFunc(func(string, string) []string { return nil }))
 	if _, err := sw.Sweep(t.Context(), time.Hour); err != nil {

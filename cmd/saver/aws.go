@@ -45,8 +45,8 @@ func openAWS(ctx context.Context, c Config, logger *slog.Logger) (*awsStore, err
 	if c.Bucket != "" {
 		st.s3 = s3offload.NewClient(cfg, st.S3Counter.Register)
 		st.Offload = s3offload.NewStore(st.s3, c.Bucket)
-		st.Offload.Threshold = c.OffloadBytes
 		st.DB.Offload = st.Offload
+		st.DB.OffloadThreshold = c.OffloadBytes
 	} else {
 		logger.Warn("no SAVER_BUCKET: payloads over the DynamoDB item limit will be refused (413)")
 	}

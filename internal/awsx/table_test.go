@@ -1,16 +1,13 @@
-package dynamo
+package awsx
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"testing"
-	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/smithy-go"
 
 	"github.com/saver-dev/saver"
 )
@@ -18,8 +15,11 @@ import (
 // fakeDB records the write and batch calls it gets. Calls it does not
 // implement panic through the nil embedded interface.
 type fakeDB struct {
-	DynamoAPI
-	transacts   [][]types.TransactWriteItem
+	DB
+	transacts [][]types.TransactWriteItem
+	// answer, when set, answers each TransactWriteItems call (call counts
+	// from 1) instead of err.
+	answer      func(call int, items []types.TransactWriteItem) error
 	puts        int
 	updates     int
 	batchWrites []int // requests per BatchWriteItem call
@@ -41,6 +41,9 @@ func (f *fakeDB) nextLeave() int {
 
 func (f *fakeDB) TransactWriteItems(_ context.Context, in *dynamodb.TransactWriteItemsInput, _ ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
 	f.transacts = append(f.transacts, in.TransactItems)
+	if f.answer != nil {
+		return &dynamodb.TransactWriteItemsOutput{}, f.answer(len(f.transacts), in.TransactItems)
+	}
 	return &dynamodb.TransactWriteItemsOutput{}, f.err
 }
 
@@ -60,7 +63,7 @@ func (f *fakeDB) BatchWriteItem(_ context.Context, in *dynamodb.BatchWriteItemIn
 		reqs = append(reqs, r...)
 	}
 	f.batchWrites = append(f.batchWrites, len(reqs))
-	if len(reqs) > maxBatchWrite {
+	if len(reqs) > MaxBatchWrite {
 		return nil, errors.New("too many items in BatchWriteItem")
 	}
 	out := &dynamodb.BatchWriteItemOutput{}
@@ -73,35 +76,38 @@ func (f *fakeDB) BatchWriteItem(_ context.Context, in *dynamodb.BatchWriteItemIn
 func (f *fakeDB) BatchGetItem(_ context.Context, in *dynamodb.BatchGetItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
 	keys := in.RequestItems["t"].Keys
 	f.batchGets = append(f.batchGets, len(keys))
-	if len(keys) > maxBatchGet {
+	if len(keys) > MaxBatchGet {
 		return nil, errors.New("too many keys in BatchGetItem")
 	}
 	n := min(f.nextLeave(), len(keys))
-	out := &dynamodb.BatchGetItemOutput{Responses: map[string][]item{"t": keys[:len(keys)-n]}}
+	out := &dynamodb.BatchGetItemOutput{Responses: map[string][]Item{"t": keys[:len(keys)-n]}}
 	if n > 0 {
 		out.UnprocessedKeys = map[string]types.KeysAndAttributes{"t": {Keys: keys[len(keys)-n:]}}
 	}
 	return out, f.err
 }
 
-func testItems(n, size int) []item {
-	out := make([]item, n)
+func testItems(n, size int) []Item {
+	out := make([]Item, n)
 	for i := range out {
-		out[i] = item{
-			attrPK:    attrS("p"),
-			attrSK:    attrS(fmt.Sprint(i)),
-			attrValue: &types.AttributeValueMemberB{Value: make([]byte, size)},
+		out[i] = Item{
+			"PK":    &types.AttributeValueMemberS{Value: "p"},
+			"SK":    &types.AttributeValueMemberS{Value: fmt.Sprint(i)},
+			"value": &types.AttributeValueMemberB{Value: make([]byte, size)},
 		}
 	}
 	return out
 }
 
-func ops(items []item) []writeOp {
-	out := make([]writeOp, len(items))
+// ops puts items, every other one if absent.
+func ops(items []Item) []WriteOp {
+	out := make([]WriteOp, len(items))
 	for i, it := range items {
-		out[i] = writeOp{item: it}
+		out[i] = WriteOp{Item: it}
 		if i%2 == 0 {
-			out[i].cond = absentOrExpired(time.Unix(1e9, 0))
+			c := NewExpr("c")
+			c.Text = "attribute_not_exists(" + c.Name("PK") + ")"
+			out[i].Cond = c
 		}
 	}
 	return out
@@ -126,13 +132,13 @@ func TestTransactChunks(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			db := &fakeDB{}
-			s := NewStore(db, "t")
-			if err := s.transact(t.Context(), ops(testItems(tt.items, tt.size))); err != nil {
+			s := NewTable(db, "t")
+			if err := s.Transact(t.Context(), ops(testItems(tt.items, tt.size))); err != nil {
 				t.Fatal(err)
 			}
 			var got []int
 			for _, tx := range db.transacts {
-				if len(tx) > maxTransactItems {
+				if len(tx) > MaxTransactItems {
 					t.Fatalf("transaction of %d items", len(tx))
 				}
 				got = append(got, len(tx))
@@ -148,19 +154,19 @@ func TestTransactChunks(t *testing.T) {
 // request, after every blob.
 func TestTransactOrder(t *testing.T) {
 	db := &fakeDB{}
-	s := NewStore(db, "t")
+	s := NewTable(db, "t")
 	items := testItems(150, 10)
-	items[149][attrSK] = attrS("checkpoint")
-	if err := s.transact(t.Context(), ops(items)); err != nil {
+	items[149]["SK"] = &types.AttributeValueMemberS{Value: "checkpoint"}
+	if err := s.Transact(t.Context(), ops(items)); err != nil {
 		t.Fatal(err)
 	}
 	last := db.transacts[len(db.transacts)-1]
 	w := last[len(last)-1]
 	var sk types.AttributeValue
 	if w.Put != nil {
-		sk = w.Put.Item[attrSK]
+		sk = w.Put.Item["SK"]
 	} else {
-		sk = w.Update.Key[attrSK]
+		sk = w.Update.Key["SK"]
 	}
 	if got := sk.(*types.AttributeValueMemberS).Value; got != "checkpoint" {
 		t.Fatalf("last item written is %q", got)
@@ -183,13 +189,13 @@ func TestBatchWrite(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			db := &fakeDB{leave: tt.leave}
-			s := NewStore(db, "t")
-			s.pause = func(context.Context, int) error { return nil }
+			s := NewTable(db, "t")
+			s.Pause = func(context.Context, int) error { return nil }
 			var reqs []types.WriteRequest
 			for _, it := range testItems(tt.items, 1) {
 				reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: it}})
 			}
-			err := s.batchWrite(t.Context(), reqs)
+			err := s.BatchWrite(t.Context(), reqs)
 			if got := saver.ErrorCode(err); got != tt.code {
 				t.Fatalf("error %v, want code %q", err, tt.code)
 			}
@@ -215,9 +221,9 @@ func TestBatchGet(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			db := &fakeDB{leave: tt.leave}
-			s := NewStore(db, "t")
-			s.pause = func(context.Context, int) error { return nil }
-			got, err := s.batchGet(t.Context(), testItems(tt.keys, 0))
+			s := NewTable(db, "t")
+			s.Pause = func(context.Context, int) error { return nil }
+			got, err := s.BatchGet(t.Context(), testItems(tt.keys, 0))
 			if code := saver.ErrorCode(err); code != tt.code {
 				t.Fatalf("error %v, want code %q", err, tt.code)
 			}
@@ -231,50 +237,44 @@ func TestBatchGet(t *testing.T) {
 	}
 }
 
-func TestTranslate(t *testing.T) {
-	api := func(code, msg string) error { return &smithy.GenericAPIError{Code: code, Message: msg} }
-	reason := func(code string) types.CancellationReason { return types.CancellationReason{Code: &code} }
-	tests := []struct {
-		name string
-		err  error
-		want string
-	}{
-		{"ConditionFailed", &types.ConditionalCheckFailedException{}, saver.ECONFLICT},
-		{"Throughput", &types.ProvisionedThroughputExceededException{}, saver.EUNAVAILABLE},
-		{"Throttling", api("ThrottlingException", ""), saver.EUNAVAILABLE},
-		{"RetriesExhausted", &retry.MaxAttemptsError{Attempt: 8, Err: api("InternalServerError", "")}, saver.EUNAVAILABLE},
-		{"ItemTooLarge", api("ValidationException", "Item size has exceeded the maximum allowed size"), saver.ETOOLARGE},
-		{"OtherValidation", api("ValidationException", "Invalid KeyConditionExpression"), saver.EINTERNAL},
-		{"TableMissing", &types.ResourceNotFoundException{}, saver.EINTERNAL},
-		{"CancelledByConflict", &types.TransactionCanceledException{CancellationReasons: []types.CancellationReason{reason("None"), reason("TransactionConflict")}}, saver.EUNAVAILABLE},
-		{"CancelledByCondition", &types.TransactionCanceledException{CancellationReasons: []types.CancellationReason{reason("ConditionalCheckFailed")}}, saver.ECONFLICT},
-		{"Deadline", context.DeadlineExceeded, saver.EUNAVAILABLE},
-		{"Application", saver.Errorf(saver.ENOTFOUND, "x"), saver.ENOTFOUND},
-		{"Other", errors.New("boom"), saver.EINTERNAL},
+// TestTransactReportsFailedConditions checks that failed conditions are
+// reported by their index among all ops, across chunks, and that other
+// cancellations are not taken for them.
+func TestTransactReportsFailedConditions(t *testing.T) {
+	stored := Item{"PK": &types.AttributeValueMemberS{Value: "p"}, "SK": &types.AttributeValueMemberS{Value: "x"}}
+	db := &fakeDB{answer: func(call int, items []types.TransactWriteItem) error {
+		if call == 2 {
+			return cancel(len(items), map[int]Item{3: stored})
+		}
+		return nil
+	}}
+	s := NewTable(db, "t")
+	err := s.Transact(t.Context(), ops(testItems(150, 10)))
+	cf, ok := err.(*CondFailed)
+	if !ok || len(cf.Items) != 1 || cf.Items[103] == nil {
+		t.Fatalf("transact = %v, want the condition of op 103", err)
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			err := translate(tt.err)
-			if got := saver.ErrorCode(err); got != tt.want {
-				t.Fatalf("code of %v = %q, want %q", err, got, tt.want)
-			}
-			if !errors.Is(err, tt.err) {
-				t.Fatalf("translate dropped the original error: %v", err)
-			}
-		})
+
+	db.answer = func(int, []types.TransactWriteItem) error {
+		return &types.TransactionCanceledException{CancellationReasons: []types.CancellationReason{
+			{Code: ptr("ConditionalCheckFailed")}, {Code: ptr("ValidationError"), Message: ptr("bad")},
+		}}
+	}
+	err = s.Transact(t.Context(), ops(testItems(2, 10)))
+	if _, ok := err.(*CondFailed); ok || err == nil {
+		t.Fatalf("transact = %v, want the cancellation translated", err)
 	}
 }
 
-// TestRetryableCancel checks the retryer's view of cancelled transactions:
-// contention is retried, a failed condition is not.
-func TestRetryableCancel(t *testing.T) {
-	reason := func(code string) types.CancellationReason { return types.CancellationReason{Code: &code} }
-	conflict := &types.TransactionCanceledException{CancellationReasons: []types.CancellationReason{reason("TransactionConflict")}}
-	condition := &types.TransactionCanceledException{CancellationReasons: []types.CancellationReason{reason("ConditionalCheckFailed")}}
-	if got := retryableCancel(conflict); !got.Bool() {
-		t.Error("transaction conflict is not retried")
+// cancel returns the cancellation of a transaction whose conditions failed
+// on the items at the given indexes, each returned as stored.
+func cancel(n int, failed map[int]Item) error {
+	reasons := make([]types.CancellationReason, n)
+	for i := range reasons {
+		reasons[i].Code = ptr("None")
+		if it, ok := failed[i]; ok {
+			reasons[i] = types.CancellationReason{Code: ptr("ConditionalCheckFailed"), Item: it}
+		}
 	}
-	if got := retryableCancel(condition); got.Bool() {
-		t.Error("failed condition is retried")
-	}
+	return &types.TransactionCanceledException{CancellationReasons: reasons}
 }

@@ -1,0 +1,186 @@
+package dynamo
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/saver-dev/saver"
+	"github.com/saver-dev/saver/internal/awsx"
+)
+
+// PutCheckpoint writes the checkpoint's new blobs (insert-if-absent), the
+// update of its namespace's item, which guards the blobs it references (see
+// nsitem.go, lifetimes.go), and the checkpoint item (upsert) in one
+// TransactWriteItems when they fit (100 items, 4 MB), so a checkpoint is
+// never visible without its blobs. Larger puts send the blobs first and the
+// checkpoint in the last transaction. A put that brings and references no
+// blob is one PutItem. Offloaded payloads are stored before any item that
+// points at them. A put with ExpectHead reads the head first and updates
+// the namespace item in every case, conditioned on its head token (see
+// head.go).
+func (s *Store) PutCheckpoint(ctx context.Context, in saver.PutCheckpoint) error {
+	p, err := s.planPut(ctx, &in)
+	if err == nil {
+		err = s.send(ctx, p, "The checkpoint's blobs kept changing under the put; retry.")
+	}
+	if err != nil {
+		return fmt.Errorf("dynamo: put checkpoint %s: %w", in.ID, err)
+	}
+	p.patches.remember(partitionKey(in.Tenant, in.ThreadID), in.NS, p.blobs)
+	return nil
+}
+
+// putPlan is a put on its way: the blobs it brings, those it references
+// (lifetimes.go), the checkpoint item, and the update of the namespace item
+// by the parts the put involves, revised from what each request failed on.
+type putPlan struct {
+	s       *Store
+	patches patches
+	in      *saver.PutCheckpoint
+	now     time.Time
+	exp     int64 // the checkpoint's
+	blobExp int64 // the blobs brought
+	blobs   []*newBlob
+	refs    *lifetimesPart
+	ns      nsItem
+	cp      awsx.WriteOp
+	roles   []opRole // of the ops of the last request
+}
+
+// newBlob is a blob a put brings.
+type newBlob struct {
+	blob  saver.Blob
+	op    awsx.WriteOp // its insert-if-absent
+	entry blobRef      // what its lifetimes entry records
+	exp   int64        // its expiry: the put's blobExp, or its base's for a patch
+	patch *patchedBlob // nil for a whole value (patched.go)
+	// dropped: found stored and live, the blob is one the put references.
+	dropped bool
+}
+
+// opRole says which part of a put plan an op of its last request was.
+type opRole struct {
+	kind int // roleNS, roleRef, roleBlob, roleCheckpoint
+	i    int // index in the extensions or blobs
+}
+
+const (
+	roleNS = iota
+	roleRef
+	roleBlob
+	roleCheckpoint
+)
+
+// planPut builds the first request of a put: its new blobs, its checkpoint
+// item and the parts of the namespace item's update. A put with ExpectHead
+// reads the head first, and goes no further if it moved.
+func (s *Store) planPut(ctx context.Context, in *saver.PutCheckpoint) (*putPlan, error) {
+	now := s.Now()
+	p := &putPlan{s: s, patches: patches{s}, in: in, now: now, exp: in.ExpiresAt, blobExp: saver.NewBlobExpiry(in.ExpiresAt, now)}
+	pk := partitionKey(in.Tenant, in.ThreadID)
+	var guard *headGuard
+	if in.ExpectHead != nil {
+		g, err := s.guardHead(ctx, in, pk)
+		if err != nil {
+			return nil, err
+		}
+		guard = g
+	}
+	patches, err := p.patches.bring(ctx, in, pk, p.blobExp, now)
+	if err != nil {
+		return nil, err
+	}
+	p.blobs = patches.blobs
+	p.refs = s.newLifetimesPart(in, pk, p.blobs, p.blobExp, now)
+	known := p.patches.knownPart(in, pk, patches.mem, p.refs, p.blobs)
+	cp, err := s.checkpointItem(ctx, &in.Checkpoint, p.exp)
+	if err != nil {
+		return nil, err
+	}
+	cp[attrBrought] = broughtAttr(in)
+	p.cp = awsx.WriteOp{Item: cp}
+	// The parts of the namespace item, in the order of their conditions.
+	parts := []nsPart{p.refs}
+	if known != nil {
+		parts = append(parts, known)
+	}
+	parts = append(parts, patches)
+	if guard != nil {
+		parts = append(parts, guard)
+	}
+	p.ns = nsItem{pk: pk, ns: in.NS, exp: p.exp, itemExp: p.blobExp, parts: parts}
+	return p, nil
+}
+
+// next reads the blobs no lifetimes entry vouches for and retags the
+// payloads of the blobs to extend, then returns the ops of the next request.
+func (p *putPlan) next(ctx context.Context) ([]awsx.WriteOp, error) {
+	exts, err := p.refs.next(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return p.ops(exts), nil
+}
+
+// ops returns the ops of the plan's next request, in order: the namespace
+// item and extensions first, then the new blobs, the checkpoint last.
+func (p *putPlan) ops(exts []awsx.WriteOp) []awsx.WriteOp {
+	p.roles = p.roles[:0]
+	var ops []awsx.WriteOp
+	add := func(op awsx.WriteOp, r opRole) {
+		ops = append(ops, op)
+		p.roles = append(p.roles, r)
+	}
+	ns, checks := p.ns.op(p.cp.Item)
+	add(ns, opRole{kind: roleNS})
+	for i, e := range exts {
+		add(e, opRole{roleRef, i})
+	}
+	for i, b := range p.blobs {
+		if !b.dropped {
+			add(b.op, opRole{roleBlob, i})
+		}
+	}
+	add(p.cp, opRole{kind: roleCheckpoint})
+	// A namespace item that checks nothing only records entries: when that
+	// would take a request more (a put of 99 new blobs), the entries are
+	// left out, and the first put that references those blobs reads them.
+	if !checks && len(awsx.Chunks(ops)) > len(awsx.Chunks(ops[1:])) {
+		ops, p.roles = ops[1:], p.roles[1:]
+	}
+	if len(ops) == 2 && !checks && len(p.blobs) == 0 && p.refs.len() == 0 {
+		ops, p.roles = ops[1:], p.roles[1:] // nothing brought or referenced
+	}
+	return ops
+}
+
+// revise learns from the items the last request failed on: the namespace
+// item (its parts revise), an extension that met another expiry, or a new
+// blob found stored.
+func (p *putPlan) revise(ctx context.Context, failed map[int]item) error {
+	for i, old := range failed {
+		r := p.roles[i]
+		switch r.kind {
+		case roleNS:
+			if err := p.ns.refuted(ctx, old); err != nil {
+				return err
+			}
+		case roleRef:
+			if err := p.refs.failed(ctx, r.i, old); err != nil {
+				return err
+			}
+		case roleBlob:
+			// Stored and live: insert-if-absent leaves its value, and the
+			// put handles it as a blob it references.
+			b := p.blobs[r.i]
+			b.dropped = true
+			if err := p.refs.found(ctx, b.entry, old); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("condition failed on the checkpoint item")
+		}
+	}
+	return nil
+}
