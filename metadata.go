@@ -31,47 +31,69 @@ func Equal(a, b any) bool {
 	case string:
 		b, ok := b.(string)
 		return ok && a == b
-	case int64:
-		switch b := b.(type) {
-		case int64:
-			return a == b
-		case float64:
-			return float64(a) == b
-		}
-		return false
-	case float64:
-		switch b := b.(type) {
-		case int64:
-			return a == float64(b)
-		case float64:
-			return a == b
-		}
-		return false
+	case int64, float64:
+		return equalNumbers(a, b)
 	case []any:
 		b, ok := b.([]any)
-		if !ok || len(a) != len(b) {
-			return false
-		}
-		for i := range a {
-			if !Equal(a[i], b[i]) {
-				return false
-			}
-		}
-		return true
+		return ok && equalLists(a, b)
 	case map[string]any:
 		b, ok := b.(map[string]any)
-		if !ok || len(a) != len(b) {
-			return false
-		}
-		for k, v := range a {
-			w, ok := b[k]
-			if !ok || !Equal(v, w) {
-				return false
-			}
-		}
-		return true
+		return ok && equalMaps(a, b)
 	}
 	return false
+}
+
+// equalNumbers compares by value whatever the types: 1 == 1.0.
+func equalNumbers(a, b any) bool {
+	x, ok := asFloat(a)
+	if !ok {
+		return false
+	}
+	y, ok := asFloat(b)
+	if !ok {
+		return false
+	}
+	if i, ok := a.(int64); ok {
+		if j, ok := b.(int64); ok {
+			return i == j // exactly, even where float64 would round
+		}
+	}
+	return x == y
+}
+
+func asFloat(v any) (float64, bool) {
+	switch v := v.(type) {
+	case int64:
+		return float64(v), true
+	case float64:
+		return v, true
+	}
+	return 0, false
+}
+
+func equalLists(a, b []any) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !Equal(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func equalMaps(a, b map[string]any) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		w, ok := b[k]
+		if !ok || !Equal(v, w) {
+			return false
+		}
+	}
+	return true
 }
 
 // NormalizeMetadata converts every value of md in place with NormalizeValue.
@@ -100,7 +122,59 @@ func normalize(v any, depth int) (any, error) {
 		return nil, Errorf(EINVALID, "Value nested deeper than %d levels.", maxDepth)
 	}
 	switch v := v.(type) {
-	case nil, bool, string, int64:
+	case nil, bool, string:
+		return v, nil
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			n, err := normalize(e, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = n
+		}
+		return out, nil
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			n, err := normalize(e, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = n
+		}
+		return out, nil
+	case Metadata:
+		return normalize(map[string]any(v), depth)
+	case map[any]any:
+		return normalizeAnyMap(v, depth)
+	}
+	return normalizeNumber(v)
+}
+
+// normalizeAnyMap converts a map msgpack decoded with keys of any type,
+// which must all be strings.
+func normalizeAnyMap(v map[any]any, depth int) (any, error) {
+	out := make(map[string]any, len(v))
+	for k, e := range v {
+		ks, ok := k.(string)
+		if !ok {
+			return nil, Errorf(EINVALID, "Map key %v is not a string.", k)
+		}
+		n, err := normalize(e, depth+1)
+		if err != nil {
+			return nil, err
+		}
+		out[ks] = n
+	}
+	return out, nil
+}
+
+// normalizeNumber converts the numeric types decoders produce to int64 or
+// a finite float64, and refuses any other type.
+func normalizeNumber(v any) (any, error) {
+	switch v := v.(type) {
+	case int64:
 		return v, nil
 	case float64:
 		if math.IsNaN(v) || math.IsInf(v, 0) {
@@ -108,7 +182,7 @@ func normalize(v any, depth int) (any, error) {
 		}
 		return v, nil
 	case float32:
-		return normalize(float64(v), depth)
+		return normalizeNumber(float64(v))
 	case int:
 		return int64(v), nil
 	case int8:
@@ -135,43 +209,7 @@ func normalize(v any, depth int) (any, error) {
 		if err != nil {
 			return nil, Errorf(EINVALID, "Value %s is not a number.", v)
 		}
-		return normalize(f, depth)
-	case []any:
-		out := make([]any, len(v))
-		for i, e := range v {
-			n, err := normalize(e, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = n
-		}
-		return out, nil
-	case map[string]any:
-		out := make(map[string]any, len(v))
-		for k, e := range v {
-			n, err := normalize(e, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			out[k] = n
-		}
-		return out, nil
-	case Metadata:
-		return normalize(map[string]any(v), depth)
-	case map[any]any:
-		out := make(map[string]any, len(v))
-		for k, e := range v {
-			ks, ok := k.(string)
-			if !ok {
-				return nil, Errorf(EINVALID, "Map key %v is not a string.", k)
-			}
-			n, err := normalize(e, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			out[ks] = n
-		}
-		return out, nil
+		return normalizeNumber(f)
 	}
 	return nil, Errorf(EINVALID, "Value of type %s is not allowed in metadata.", fmt.Sprintf("%T", v))
 }

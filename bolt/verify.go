@@ -129,31 +129,12 @@ func readMeta(f io.ReaderAt, size int64) (meta, error) {
 		}
 		return parseMeta(buf[:n])
 	}
-	m0, err0 := read(0)
-	pageSize := m0.pageSize
-	if err0 != nil {
-		for i := range 15 {
-			pos := int64(1024) << i
-			if pos >= size-1024 {
-				break
-			}
-			if m, err := read(pos); err == nil {
-				pageSize = m.pageSize
-				break
-			}
-		}
-	}
-	if pageSize == 0 {
-		return meta{}, notStore("no valid bbolt meta page (first page: %v)", err0)
-	}
-	if pageSize < 1024 || pageSize > 1<<24 || pageSize&(pageSize-1) != 0 {
-		return meta{}, notStore("page size %d in its meta page", pageSize)
-	}
-	if size < 2*int64(pageSize) {
-		return meta{}, notStore("the file is %d bytes, shorter than its two meta pages", size)
+	pageSize, err := metaPageSize(read, size)
+	if err != nil {
+		return meta{}, err
 	}
 	m1, err1 := read(int64(pageSize))
-	m0, err0 = read(0)
+	m0, err0 := read(0)
 	if err0 != nil && err1 != nil {
 		return meta{}, notStore("both meta pages are invalid (%v; %v)", err0, err1)
 	}
@@ -171,6 +152,36 @@ func readMeta(f io.ReaderAt, size int64) (meta, error) {
 		return meta{}, notStore("meta page names freelist page %d of %d pages", m.freelist, m.pgid)
 	}
 	return m, nil
+}
+
+// metaPageSize returns the page size of the first meta page, or of the
+// second one found at the page sizes bbolt tries, checked against the
+// file's size.
+func metaPageSize(read func(int64) (meta, error), size int64) (uint32, error) {
+	m0, err0 := read(0)
+	pageSize := m0.pageSize
+	if err0 != nil {
+		for i := range 15 {
+			pos := int64(1024) << i
+			if pos >= size-1024 {
+				break
+			}
+			if m, err := read(pos); err == nil {
+				pageSize = m.pageSize
+				break
+			}
+		}
+	}
+	if pageSize == 0 {
+		return 0, notStore("no valid bbolt meta page (first page: %v)", err0)
+	}
+	if pageSize < 1024 || pageSize > 1<<24 || pageSize&(pageSize-1) != 0 {
+		return 0, notStore("page size %d in its meta page", pageSize)
+	}
+	if size < 2*int64(pageSize) {
+		return 0, notStore("the file is %d bytes, shorter than its two meta pages", size)
+	}
+	return pageSize, nil
 }
 
 // walker reads pages of one file and remembers which it has seen.

@@ -458,54 +458,68 @@ func Parse(spec string) (Spec, error) {
 		if clause == "" {
 			continue
 		}
-		service, settings, ok := strings.Cut(clause, ":")
-		service = strings.TrimSpace(service)
-		if !ok || (service != DynamoDB && service != S3) {
-			return Spec{}, fmt.Errorf("faults: %q: want dynamodb:... or s3:...", clause)
-		}
-		var (
-			rules       []Rule
-			op          string
-			skip, count int64
-		)
-		for _, kv := range strings.Split(settings, ",") {
-			k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
-			if !ok {
-				return Spec{}, fmt.Errorf("faults: %q: want key=value", kv)
-			}
-			var err error
-			switch k {
-			case "op":
-				op = v
-			case "skip":
-				skip, err = strconv.ParseInt(v, 10, 64)
-			case "count":
-				count, err = strconv.ParseInt(v, 10, 64)
-			case "delay":
-				out.Delay[service], err = time.ParseDuration(v)
-			case "seed":
-				out.Seed, err = strconv.ParseUint(v, 10, 64)
-			default:
-				if !isFault(Fault(k)) {
-					return Spec{}, fmt.Errorf("faults: unknown setting %q (faults: %v; op, skip, count, delay, seed)", k, allFaults)
-				}
-				var rate float64
-				rate, err = strconv.ParseFloat(v, 64)
-				if err == nil && !(rate >= 0 && rate <= 1) {
-					err = errors.New("a rate is between 0 and 1")
-				}
-				rules = append(rules, Rule{Service: service, Fault: Fault(k), Rate: rate})
-			}
-			if err != nil || skip < 0 || count < 0 {
-				return Spec{}, fmt.Errorf("faults: %s=%q: %v", k, v, cmpOr(err, errors.New("must not be negative")))
-			}
-		}
-		for _, r := range rules {
-			r.Op, r.Skip, r.Count = op, skip, count
-			out.Rules = append(out.Rules, r)
+		if err := out.parseClause(clause); err != nil {
+			return Spec{}, err
 		}
 	}
 	return out, nil
+}
+
+// parseClause adds one clause's rules and settings to s.
+func (s *Spec) parseClause(clause string) error {
+	service, settings, ok := strings.Cut(clause, ":")
+	service = strings.TrimSpace(service)
+	if !ok || (service != DynamoDB && service != S3) {
+		return fmt.Errorf("faults: %q: want dynamodb:... or s3:...", clause)
+	}
+	var (
+		rules       []Rule
+		op          string
+		skip, count int64
+	)
+	for _, kv := range strings.Split(settings, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		if !ok {
+			return fmt.Errorf("faults: %q: want key=value", kv)
+		}
+		var err error
+		switch k {
+		case "op":
+			op = v
+		case "skip":
+			skip, err = strconv.ParseInt(v, 10, 64)
+		case "count":
+			count, err = strconv.ParseInt(v, 10, 64)
+		case "delay":
+			s.Delay[service], err = time.ParseDuration(v)
+		case "seed":
+			s.Seed, err = strconv.ParseUint(v, 10, 64)
+		default:
+			if !isFault(Fault(k)) {
+				return fmt.Errorf("faults: unknown setting %q (faults: %v; op, skip, count, delay, seed)", k, allFaults)
+			}
+			var r Rule
+			r, err = parseRate(service, Fault(k), v)
+			rules = append(rules, r)
+		}
+		if err != nil || skip < 0 || count < 0 {
+			return fmt.Errorf("faults: %s=%q: %v", k, v, cmpOr(err, errors.New("must not be negative")))
+		}
+	}
+	for _, r := range rules {
+		r.Op, r.Skip, r.Count = op, skip, count
+		s.Rules = append(s.Rules, r)
+	}
+	return nil
+}
+
+// parseRate reads the rate of a fault: in [0, 1].
+func parseRate(service string, f Fault, rate string) (Rule, error) {
+	r, err := strconv.ParseFloat(rate, 64)
+	if err == nil && !(r >= 0 && r <= 1) {
+		err = errors.New("a rate is between 0 and 1")
+	}
+	return Rule{Service: service, Fault: f, Rate: r}, err
 }
 
 // Transport returns a Transport for the spec in front of base.

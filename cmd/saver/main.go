@@ -2,7 +2,8 @@
 //
 //	saver [serve] [flags]   start the service (the default command)
 //	saver init [flags]      create the DynamoDB table and S3 bucket if missing
-//	saver gc [flags]        remove S3 objects that no item points at, once
+//	saver gc [flags]        delete expired items (embedded) or orphaned S3 objects, once
+//	saver migrate [flags]   move an embedded bbolt file to Pebble
 //	saver inspect COMMAND   look at a running service's threads (see -help)
 //	saver version           print the version
 //
@@ -40,96 +41,6 @@ func main() {
 			fmt.Fprintln(os.Stderr, "saver:", err)
 		}
 		os.Exit(2)
-	}
-}
-
-// run dispatches a subcommand; it returns when the command is done or ctx ends.
-func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	cmd := "serve"
-	if len(args) > 0 && args[0] != "" && args[0][0] != '-' {
-		cmd, args = args[0], args[1:]
-	}
-	switch cmd {
-	case "serve":
-		m := NewMain(stderr)
-		if err := m.ParseFlags(args, getenv); err != nil {
-			return err
-		}
-		if err := m.Run(ctx); err != nil {
-			m.Close(context.Background())
-			return err
-		}
-		<-ctx.Done()
-		return m.Close(context.Background())
-	case "init", "gc":
-		m := NewMain(stderr)
-		if err := m.ParseFlags(args, getenv); err != nil {
-			return err
-		}
-		m.initLogger()
-		if cmd == "gc" && m.Config.Store == StoreBolt {
-			st, err := bolt.Open(m.Config.DBPath, bolt.WithLogger(m.Logger), bolt.WithReserve(m.Config.DiskReserve))
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			n, err := st.Sweep(ctx)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(stdout, "expired items deleted %d\n", n)
-			return nil
-		}
-		if m.Config.Store != StoreDynamoDB {
-			return fmt.Errorf("%s works on the dynamodb store; set SAVER_STORE=dynamodb", cmd)
-		}
-		st, err := openAWS(ctx, m.Config, m.Logger)
-		if err != nil {
-			return err
-		}
-		if cmd == "init" {
-			if err := st.Init(ctx); err != nil {
-				return err
-			}
-			fmt.Fprintf(stdout, "table %s ready (TTL on expires_at)\n", m.Config.Table)
-			if m.Config.Bucket != "" {
-				fmt.Fprintf(stdout, "bucket %s ready\n", m.Config.Bucket)
-			}
-			return nil
-		}
-		w := st.sweeper()
-		if w == nil {
-			return errors.New("gc needs SAVER_BUCKET: without offload there is nothing to sweep")
-		}
-		res, err := w.Sweep(ctx, m.Config.SweepGrace)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "objects %d, threads checked %d, orphans deleted %d\n", res.Objects, res.Threads, res.Deleted)
-		return nil
-	case "migrate":
-		m := NewMain(stderr)
-		if err := m.ParseFlags(args, getenv); err != nil {
-			return err
-		}
-		m.initLogger()
-		if m.Config.Store != StoreBolt {
-			return errors.New("migrate moves an embedded store (SAVER_STORE=bolt) from a bbolt file to Pebble")
-		}
-		n, err := bolt.Migrate(ctx, m.Config.DBPath, m.Logger)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "%s: %d keys moved to Pebble; the old file is %s.bbolt, to delete once the service runs on the new store\n",
-			m.Config.DBPath, n, m.Config.DBPath)
-		return nil
-	case "inspect":
-		return runInspect(ctx, args, getenv, stdout, stderr)
-	case "version":
-		fmt.Fprintln(stdout, version)
-		return nil
-	default:
-		return fmt.Errorf("unknown command %q; commands: serve, init, gc, migrate, inspect, version", cmd)
 	}
 }
 
