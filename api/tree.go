@@ -113,11 +113,7 @@ func nodes(c echo.Context, ns []*tree.Node) error {
 }
 
 func (s *Server) handleTreePath(c echo.Context) error {
-	t, tid, err := s.loadTree(c, "checkpoint_ns", "checkpoint_id")
-	if err != nil {
-		return err
-	}
-	n, err := node(c, t, tid)
+	n, err := s.loadNode(c)
 	if err != nil {
 		return err
 	}
@@ -125,15 +121,21 @@ func (s *Server) handleTreePath(c echo.Context) error {
 }
 
 func (s *Server) handleTreeChildren(c echo.Context) error {
-	t, tid, err := s.loadTree(c, "checkpoint_ns", "checkpoint_id")
-	if err != nil {
-		return err
-	}
-	n, err := node(c, t, tid)
+	n, err := s.loadNode(c)
 	if err != nil {
 		return err
 	}
 	return nodes(c, n.Children)
+}
+
+// loadNode loads the thread's tree and returns the node that
+// checkpoint_ns and checkpoint_id name (see node).
+func (s *Server) loadNode(c echo.Context) (*tree.Node, error) {
+	t, tid, err := s.loadTree(c, "checkpoint_ns", "checkpoint_id")
+	if err != nil {
+		return nil, err
+	}
+	return node(c, t, tid)
 }
 
 func (s *Server) handleTreeLeaves(c echo.Context) error {

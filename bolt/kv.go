@@ -1,6 +1,8 @@
 package bolt
 
 import (
+	"bytes"
+	"context"
 	"errors"
 
 	"go.etcd.io/bbolt"
@@ -91,3 +93,21 @@ func (b boltBucket) Get(k []byte) []byte   { return b.b.Get(k) }
 func (b boltBucket) Put(k, v []byte) error { return b.b.Put(k, v) }
 func (b boltBucket) Delete(k []byte) error { return b.b.Delete(k) }
 func (b boltBucket) Cursor() kvCursor      { return b.b.Cursor() }
+
+// scanPrefix calls fn for every key under prefix in b, in key order,
+// stopping at fn's first error or when ctx ends (checked every 256 keys, so
+// that a cancelled request stops a long scan).
+func scanPrefix(ctx context.Context, b kvBucket, prefix []byte, fn func(k, v []byte) error) error {
+	c := b.Cursor()
+	n := 0
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		if err := checkCtx(ctx, n); err != nil {
+			return err
+		}
+		n++
+		if err := fn(k, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}

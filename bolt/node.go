@@ -31,13 +31,7 @@ func (s *Store) ListNodes(ctx context.Context, tenant, threadID string) ([]saver
 		// keys[i] is the key of nodes[i] after the thread prefix: (ns, id).
 		var keys [][]byte
 		nodes = []saver.Node{}
-		c := tx.Bucket(bucketCheckpoints).Cursor()
-		n := 0
-		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-			if err := checkCtx(ctx, n); err != nil {
-				return err
-			}
-			n++
+		err := scanPrefix(ctx, tx.Bucket(bucketCheckpoints), prefix, func(k, v []byte) error {
 			rest := k[len(prefix):]
 			ns, tail, err := nextComponent(rest)
 			if err != nil {
@@ -52,11 +46,14 @@ func (s *Store) ListNodes(ctx context.Context, tenant, threadID string) ([]saver
 			if err != nil {
 				return fmt.Errorf("decode checkpoint %s: %w", node.ID, err)
 			}
-			if saver.Expired(exp, now) {
-				continue
+			if !saver.Expired(exp, now) {
+				nodes = append(nodes, node)
+				keys = append(keys, bytes.Clone(rest)) // the cursor's key is valid until it moves
 			}
-			nodes = append(nodes, node)
-			keys = append(keys, bytes.Clone(rest)) // the cursor's key is valid until it moves
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 		return flagNodes(ctx, tx.Bucket(bucketWrites).Cursor(), prefix, nodes, keys, now)
 	})

@@ -107,7 +107,7 @@ type runCheckpoint struct {
 }
 
 // maxRunBatch bounds the checkpoints (with their writes) one transaction of
-// DeleteForRuns deletes.
+// maxRunBatch is how many checkpoints DeleteForRuns deletes a transaction.
 const maxRunBatch = 100
 
 // DeleteForRuns removes the checkpoints whose metadata run_id is one of
@@ -123,10 +123,7 @@ func (s *Store) DeleteForRuns(ctx context.Context, tenant string, runIDs []strin
 	if len(runIDs) == 0 {
 		return nil
 	}
-	runs := make(map[string]bool, len(runIDs))
-	for _, r := range runIDs {
-		runs[r] = true
-	}
+	runs := saver.NewRunSet(runIDs)
 	doomed, err := s.findRuns(ctx, tenant, runs)
 	if err != nil {
 		return err
@@ -255,28 +252,23 @@ func checkRunChains(ctx context.Context, tx kvTx, doomed []runCheckpoint, now ti
 func childLinks(ctx context.Context, tx kvTx, ref saver.CheckpointRef, now time.Time) (map[string][]string, error) {
 	prefix := key(ref.Tenant, ref.ThreadID, ref.NS)
 	out := map[string][]string{}
-	c := tx.Bucket(bucketCheckpoints).Cursor()
-	n := 0
-	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-		if err := checkCtx(ctx, n); err != nil {
-			return nil, err
-		}
-		n++
+	err := scanPrefix(ctx, tx.Bucket(bucketCheckpoints), prefix, func(k, v []byte) error {
 		var node saver.Node
 		exp, err := decodeNode(&node, v)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if saver.Expired(exp, now) || node.ParentID == "" {
-			continue
+			return nil
 		}
 		parts, err := parseKey(k[len(prefix):], 1)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		out[node.ParentID] = append(out[node.ParentID], parts[0])
-	}
-	return out, nil
+		return nil
+	})
+	return out, err
 }
 
 // chainReader builds the saver.ChainNode of a namespace's checkpoints on
@@ -512,26 +504,21 @@ func planKeepLatest(ctx context.Context, tx kvTx, thread saver.CheckpointRef, no
 func referencedBlobs(ctx context.Context, tx kvTx, thread saver.CheckpointRef) (map[string]bool, error) {
 	prefix := key(thread.Tenant, thread.ThreadID)
 	out := map[string]bool{}
-	c := tx.Bucket(bucketCheckpoints).Cursor()
-	n := 0
-	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-		if err := checkCtx(ctx, n); err != nil {
-			return nil, err
-		}
-		n++
+	err := scanPrefix(ctx, tx.Bucket(bucketCheckpoints), prefix, func(k, v []byte) error {
 		parts, err := parseKey(k[len(prefix):], 2)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		ref := thread
 		ref.NS, ref.ID = parts[0], parts[1]
 		cp, err := decodeCheckpoint(ref, v)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for ch, ver := range cp.ChannelVersions {
 			out[string(key(ref.NS, ch, ver))] = true
 		}
-	}
-	return out, nil
+		return nil
+	})
+	return out, err
 }

@@ -93,10 +93,7 @@ func (s *Store) DeleteForRuns(ctx context.Context, tenant string, runIDs []strin
 	if len(runIDs) == 0 {
 		return nil
 	}
-	runs := make(map[string]bool, len(runIDs))
-	for _, r := range runIDs {
-		runs[r] = true
-	}
+	runs := saver.NewRunSet(runIDs)
 	in := &dynamodb.ScanInput{
 		FilterExpression:          ptr("begins_with(PK, :t) AND #k = :cp AND attribute_exists(#r)"),
 		ExpressionAttributeNames:  map[string]string{"#k": attrKind, "#r": attrRunID, "#pk": attrPK, "#ns": attrNS, "#id": attrID},

@@ -91,22 +91,3 @@ func (w *Sweeper) Sweep(ctx context.Context, grace time.Duration) (SweepResult, 
 	}
 	return res, nil
 }
-
-// Run sweeps every interval until ctx is done, reporting each sweep's
-// outcome to report (which may be nil). It is the optional background loop
-// of `saver serve`; `saver gc` calls Sweep once.
-func (w *Sweeper) Run(ctx context.Context, every, grace time.Duration, report func(SweepResult, error)) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			res, err := w.Sweep(ctx, grace)
-			if report != nil {
-				report(res, err)
-			}
-		}
-	}
-}

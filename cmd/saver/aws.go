@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/saver-dev/saver/api"
 	"github.com/saver-dev/saver/dynamo"
-	"github.com/saver-dev/saver/metrics"
 	"github.com/saver-dev/saver/s3offload"
 )
 
@@ -110,18 +108,4 @@ func (s *awsStore) sweeper() *s3offload.Sweeper {
 		return nil
 	}
 	return s3offload.NewSweeper(s.Offload, s.DB)
-}
-
-// runSweeper removes orphaned offload objects every period until ctx ends.
-func runSweeper(ctx context.Context, w *s3offload.Sweeper, every, grace time.Duration, logger *slog.Logger, m *metrics.Metrics) {
-	w.Run(ctx, every, grace, func(r s3offload.SweepResult, err error) {
-		if m != nil {
-			m.ObserveSweep(r.Deleted, err)
-		}
-		if err != nil {
-			logger.Error("sweep", "error", err)
-			return
-		}
-		logger.Info("sweep", "objects", r.Objects, "threads", r.Threads, "deleted", r.Deleted)
-	})
 }

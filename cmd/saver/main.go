@@ -22,7 +22,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
-	"time"
 
 	"github.com/saver-dev/saver"
 	"github.com/saver-dev/saver/api"
@@ -241,27 +240,4 @@ func writeFileAtomic(path string, data []byte) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)
-}
-
-// sweepBolt deletes expired items from the embedded store every period until
-// ctx ends. Reads already hide them; this only gives the space back.
-func sweepBolt(ctx context.Context, st *bolt.Store, every time.Duration, logger *slog.Logger, mx *metrics.Metrics) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		n, err := st.Sweep(ctx)
-		if mx != nil {
-			mx.ObserveSweep(n, err)
-		}
-		if err != nil && ctx.Err() == nil {
-			logger.Error("sweep", "error", err)
-		} else if err == nil {
-			logger.Info("sweep", "expired_deleted", n)
-		}
-	}
 }
