@@ -250,6 +250,20 @@ class Transport:
             return exc.retry_after + random.uniform(0, self.retry.backoff)
         return random.uniform(0, min(self.retry.backoff, self.retry.max_backoff))
 
+    def _second_try(self, exc: BaseException, started: float) -> float:
+        """The pause before the second try of a call whose first failed with
+        a retryable `exc`; re-raises `exc` when the policy allows no retry
+        or the pause would run past its deadline. The first try runs outside
+        tenacity: a call that succeeds (nearly all) pays for no retry state.
+        """
+        if self.retry.max_attempts <= 1 or self.retry.max_delay <= 0:
+            raise exc
+        wait = self._first_wait(exc)
+        if time.monotonic() - started + wait > self.retry.max_delay:
+            raise exc
+        logger.warning("saver request failed (attempt 1): %s; retrying in %.2fs", exc, wait)
+        return wait
+
     def _prepare(
         self, path: str, body: Any, params: Mapping[str, str] | None
     ) -> tuple[str, bytes | None, dict[str, str], str]:
@@ -283,22 +297,15 @@ class Transport:
                 reply = self._sync.send(method, target, content, headers)
             except ConnectionFailed as exc:
                 raise SaverConnectionError("connection_error", str(exc), request_id=request_id) from exc
-            if logger.isEnabledFor(logging.DEBUG):
-                logger.debug("%s %s -> %d in %.1fms (request %s)", method, path, reply.status,
-                             (time.monotonic() - start) * 1000, request_id)
+            _log_reply(method, path, reply.status, start, request_id)
             return _parse_success(reply, request_id)
 
         started = time.monotonic()
         try:
             return attempt()
         except _RETRYABLE as exc:
-            if self.retry.max_attempts <= 1 or self.retry.max_delay <= 0:
-                raise
-            wait = self._first_wait(exc)
-            if time.monotonic() - started + wait > self.retry.max_delay:
-                raise
-            _log_first_retry(exc, wait)
-            time.sleep(wait)
+            wait = self._second_try(exc, started)
+        time.sleep(wait)
         for try_ in Retrying(**self._retrying_kwargs(started)):
             with try_:
                 return attempt()
@@ -321,27 +328,22 @@ class Transport:
                 reply = await self._async.send(method, target, content, headers)
             except ConnectionFailed as exc:
                 raise SaverConnectionError("connection_error", str(exc), request_id=request_id) from exc
-            if logger.isEnabledFor(logging.DEBUG):
-                logger.debug("%s %s -> %d in %.1fms (request %s)", method, path, reply.status,
-                             (time.monotonic() - start) * 1000, request_id)
+            _log_reply(method, path, reply.status, start, request_id)
             return _parse_success(reply, request_id)
 
         started = time.monotonic()
         try:
             return await attempt()
         except _RETRYABLE as exc:
-            if self.retry.max_attempts <= 1 or self.retry.max_delay <= 0:
-                raise
-            wait = self._first_wait(exc)
-            if time.monotonic() - started + wait > self.retry.max_delay:
-                raise
-            _log_first_retry(exc, wait)
-            await asyncio.sleep(wait)
+            wait = self._second_try(exc, started)
+        await asyncio.sleep(wait)
         async for try_ in AsyncRetrying(**self._retrying_kwargs(started)):
             with try_:
                 return await attempt()
         raise AssertionError("unreachable: tenacity reraises the last error")
 
 
-def _log_first_retry(exc: BaseException, wait: float) -> None:
-    logger.warning("saver request failed (attempt 1): %s; retrying in %.2fs", exc, wait)
+def _log_reply(method: str, path: str, status: int, start: float, request_id: str) -> None:
+    if logger.isEnabledFor(logging.DEBUG):
+        logger.debug("%s %s -> %d in %.1fms (request %s)", method, path, status,
+                     (time.monotonic() - start) * 1000, request_id)
