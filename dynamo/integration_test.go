@@ -78,7 +78,7 @@ func mustCount(t *testing.T, st *localstack.Stack, want requests, fn func()) {
 	got := requests(st.DBRequests.Snapshot())
 	maps.DeleteFunc(got, func(_ string, n int64) bool { return n == 0 })
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Fatalf("DynamoDB requests mismatch (-want +got):\n%s", diff)
+		t.Fatalf("DynamoDB requests mismatch (-want +got):\n%s\nattempts that failed (retried ones count twice above): %v", diff, st.DBRequests.Failed())
 	}
 }
 

@@ -16,8 +16,9 @@ import (
 // for concurrent use. Tests assert request counts with it; metrics can read
 // Snapshot.
 type Counter struct {
-	mu sync.Mutex
-	n  map[string]int64
+	mu     sync.Mutex
+	n      map[string]int64
+	failed map[string]int64 // attempts that got an error (then retried or returned)
 }
 
 // NewCounter returns a counter at zero.
@@ -29,18 +30,26 @@ func NewCounter() *Counter { return &Counter{n: map[string]int64{}} }
 func (c *Counter) Register(stack *middleware.Stack) error {
 	return stack.Finalize.Add(middleware.FinalizeMiddlewareFunc("saver.CountRequests",
 		func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
-			c.add(awsmiddleware.GetOperationName(ctx))
-			return next.HandleFinalize(ctx, in)
+			op := awsmiddleware.GetOperationName(ctx)
+			out, md, err := next.HandleFinalize(ctx, in)
+			c.add(op, err != nil)
+			return out, md, err
 		}), middleware.After)
 }
 
-func (c *Counter) add(op string) {
+func (c *Counter) add(op string, failed bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.n == nil {
 		c.n = map[string]int64{}
 	}
 	c.n[op]++
+	if failed {
+		if c.failed == nil {
+			c.failed = map[string]int64{}
+		}
+		c.failed[op]++
+	}
 }
 
 // Snapshot returns the counts so far by operation.
@@ -48,6 +57,16 @@ func (c *Counter) Snapshot() map[string]int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return maps.Clone(c.n)
+}
+
+// Failed returns, by operation, the attempts so far that got an error:
+// those the SDK retried are among Snapshot's counts too. A test that pins
+// request counts reports them, to tell a transient failure of the
+// emulator from a change in the store's requests.
+func (c *Counter) Failed() map[string]int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.failed)
 }
 
 // Total returns the number of requests so far.
@@ -66,4 +85,5 @@ func (c *Counter) Reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	clear(c.n)
+	clear(c.failed)
 }
