@@ -72,6 +72,10 @@ func bind(c echo.Context, v any) error {
 		if errors.As(err, &he) {
 			return he
 		}
+		var se *saver.Error
+		if errors.As(err, &se) {
+			return se // the body budget's 503
+		}
 		return saver.Errorf(saver.EINVALID, "Cannot read request body: %v.", err)
 	}
 	if len(body) == 0 {

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/saver-dev/saver"
 	"github.com/saver-dev/saver/mock"
@@ -97,5 +99,62 @@ func TestClaimDurationsOutOfRange(t *testing.T) {
 				t.Fatalf("code=%q, want %q", got, want)
 			}
 		})
+	}
+}
+
+// TestBodiesBudget: bodies held at once are bounded (MaxBodiesBytes), so
+// that many connections sending large bodies together cannot take the
+// process's memory (1,024 connections × 32 MB each was unbounded). A request
+// whose body would pass the budget waits for others to give theirs back,
+// then gets 503 with Retry-After and stores nothing; once the holder is
+// answered, the same request goes through.
+func TestBodiesBudget(t *testing.T) {
+	writes := func(size int) []byte {
+		b, _ := json.Marshal(map[string]any{"checkpoint_id": "c1", "writes": []any{
+			map[string]any{"task_id": "t", "idx": 0, "channel": "ch", "value": map[string]any{"type": "bytes", "data": strings.Repeat("a", size)}},
+		}})
+		return b
+	}
+	holding, release := make(chan struct{}), make(chan struct{})
+	var stored atomic.Int32
+	store := &mock.Store{PutWritesFn: func(_ context.Context, in saver.PutWrites) error {
+		if len(in.Writes[0].Value.Data) > 30<<10 { // the 50 KiB body's
+			close(holding) // the large body is in, and held until release
+			<-release
+		}
+		stored.Add(1)
+		return nil
+	}}
+	s := MustMockServer(t, store)
+	s.MaxBodyBytes, s.MaxBodiesBytes, s.MaxBodiesWait = 64<<10, 64<<10, 100*time.Millisecond
+
+	held := make(chan int)
+	go func() {
+		rec := do(t, s, "POST", "/v1/threads/t/writes", "application/json", writes(50<<10))
+		if rec.Code != 204 {
+			t.Errorf("the large request: %d %s", rec.Code, rec.Body)
+		}
+		held <- rec.Code
+	}()
+	select {
+	case <-holding:
+	case <-held:
+		t.Fatal("the large request was answered before it reached the store")
+	}
+
+	rec := do(t, s, "POST", "/v1/threads/t/writes", "application/json", writes(20<<10))
+	if rec.Code != 503 || errorCode(t, rec) != saver.EUNAVAILABLE || rec.Header().Get("Retry-After") == "" {
+		t.Fatalf("a body past the budget: %d %s (Retry-After %q), want 503 unavailable with Retry-After", rec.Code, rec.Body, rec.Header().Get("Retry-After"))
+	}
+	if n := stored.Load(); n != 0 {
+		t.Fatalf("%d calls stored while the large one was held, want 0", n)
+	}
+	close(release)
+	<-held
+	if rec := do(t, s, "POST", "/v1/threads/t/writes", "application/json", writes(20<<10)); rec.Code != 204 {
+		t.Fatalf("after the holder was answered: %d %s, want 204", rec.Code, rec.Body)
+	}
+	if n := stored.Load(); n != 2 {
+		t.Fatalf("%d calls stored, want 2", n)
 	}
 }

@@ -35,6 +35,11 @@ const (
 	// the balancer, not the service, closes idle connections it reuses.
 	DefaultIdleTimeout = 75 * time.Second
 	DefaultMaxConns    = 1024
+	// Sixteen bodies of the largest size at once.
+	DefaultMaxBodiesBytes = 16 * DefaultMaxBodyBytes
+	// Long enough for a burst of large puts to drain, short enough that
+	// the client's retry comes soon.
+	DefaultMaxBodiesWait = 5 * time.Second
 )
 
 // Pinger is implemented by stores that can tell whether their backend answers.
@@ -82,6 +87,13 @@ type Server struct {
 
 	// MaxBodyBytes caps a request body; larger bodies get 413.
 	MaxBodyBytes int64
+	// MaxBodiesBytes caps the body bytes all requests hold at once (counted
+	// as they arrive, given back when a request is answered); a request
+	// that would pass it waits a few seconds for others to finish, then
+	// gets 503 with Retry-After. At least MaxBodyBytes; 0: no cap.
+	MaxBodiesBytes int64
+	// MaxBodiesWait is how long a request waits for body bytes others hold.
+	MaxBodiesWait time.Duration
 	// PageSize caps the tuples of one search response.
 	PageSize int
 	// RequestTimeout bounds the store work of one request.
@@ -113,6 +125,7 @@ type Server struct {
 
 	echo   *echo.Echo
 	labels routeLabels
+	bodies *bodyBudget // nil without MaxBodiesBytes
 	server *http.Server
 	ln     net.Listener
 }
@@ -153,6 +166,8 @@ func NewServer(store saver.Store, logger *slog.Logger) *Server {
 		Store:          store,
 		Logger:         logger.With(saver.LogKeyComponent, "api"),
 		MaxBodyBytes:   DefaultMaxBodyBytes,
+		MaxBodiesBytes: DefaultMaxBodiesBytes,
+		MaxBodiesWait:  DefaultMaxBodiesWait,
 		PageSize:       DefaultPageSize,
 		RequestTimeout: DefaultRequestTimeout,
 		TTL:            ttl.DefaultPolicy(),
@@ -171,6 +186,9 @@ func NewServer(store saver.Store, logger *slog.Logger) *Server {
 // it with httptest without a listener.
 func (s *Server) Handler() http.Handler {
 	if s.echo == nil {
+		if s.MaxBodiesBytes > 0 {
+			s.bodies = newBodyBudget(max(s.MaxBodiesBytes, s.MaxBodyBytes), s.MaxBodiesWait)
+		}
 		s.echo = s.newEcho()
 		s.labels = newRouteLabels(s.echo.Routes()) // every route, wherever registered
 	}
@@ -279,6 +297,8 @@ func (s *Server) newEcho() *echo.Echo {
 
 // limitBody caps the bytes read from a body; the decoder reports the overrun
 // as ETOOLARGE. A declared Content-Length over the cap is refused up front.
+// The body's bytes count against the bytes all bodies may hold at once
+// (bodyBudget) until the handler returns.
 // A body must also arrive within BodyTimeout: a connection read deadline,
 // which bind lifts once the body is in (a slow upload otherwise held its
 // connection for as long as the client liked).
@@ -295,6 +315,11 @@ func (s *Server) limitBody(next echo.HandlerFunc) echo.HandlerFunc {
 			case !errors.Is(err, http.ErrNotSupported): // httptest's recorder has no connection
 				return fmt.Errorf("api: body deadline: %w", err)
 			}
+		}
+		if s.bodies != nil && req.ContentLength != 0 {
+			body, release := s.bodies.body(req.Context(), req.Body)
+			defer release()
+			req.Body = body
 		}
 		req.Body = http.MaxBytesReader(c.Response(), req.Body, s.MaxBodyBytes)
 		return next(c)

@@ -32,6 +32,7 @@ type Config struct {
 	DBPath          string        // the embedded store: a Pebble directory, or an older bbolt file
 	DiskReserve     uint64        // free disk space the embedded store keeps
 	MaxBodyBytes    int64         // request body cap
+	MaxBodiesBytes  int64         // body bytes all requests hold at once
 	PageSize        int           // tuples per search page
 	RequestTimeout  time.Duration // store work per request
 	ShutdownTimeout time.Duration // how long SIGTERM waits for in-flight requests
@@ -63,7 +64,8 @@ func DefaultConfig() Config {
 		Store:           StoreBolt,
 		DBPath:          "data/saver.db",
 		DiskReserve:     bolt.DefaultReserveBytes,
-		MaxBodyBytes:    32 << 20,
+		MaxBodyBytes:    api.DefaultMaxBodyBytes,
+		MaxBodiesBytes:  api.DefaultMaxBodiesBytes,
 		PageSize:        100,
 		RequestTimeout:  30 * time.Second,
 		ShutdownTimeout: 15 * time.Second,
@@ -139,6 +141,15 @@ func settings() []envVar {
 			c.MaxBodyBytes = n
 			return nil
 		}, func(c *Config) string { return strconv.FormatInt(c.MaxBodyBytes, 10) })
+	add("SAVER_MAX_BODIES", "max-bodies", "most request body bytes held at once, all requests together; a request past it waits up to 5s, then gets 503",
+		func(c *Config, v string) error {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return fmt.Errorf("not a byte count: %q", v)
+			}
+			c.MaxBodiesBytes = n
+			return nil
+		}, func(c *Config) string { return strconv.FormatInt(c.MaxBodiesBytes, 10) })
 	add("SAVER_PAGE_SIZE", "page-size", "most checkpoints in one list response",
 		func(c *Config, v string) error {
 			n, err := strconv.Atoi(v)
@@ -295,6 +306,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxBodyBytes < 1024 {
 		errs = append(errs, fmt.Errorf("max-body %d: must be at least 1024", c.MaxBodyBytes))
+	}
+	if c.MaxBodiesBytes < c.MaxBodyBytes {
+		errs = append(errs, fmt.Errorf("max-bodies %d: must be at least max-body (%d)", c.MaxBodiesBytes, c.MaxBodyBytes))
 	}
 	if c.PageSize < 1 || c.PageSize > 1000 {
 		errs = append(errs, fmt.Errorf("page-size %d: must be between 1 and 1000", c.PageSize))

@@ -42,6 +42,9 @@ func TestConfigFromEnv(t *testing.T) {
 		{"WriteTimeoutTooShort", nil, []string{"-write-timeout", "80s"}, nil, "write-timeout 1m20s: must be more than"},
 		{"ZeroIdleTimeout", nil, []string{"-idle-timeout", "0s"}, nil, "timeouts must be positive"},
 		{"NoConnections", nil, []string{"-max-conns", "0"}, nil, "max-conns 0"},
+		{"BodiesBudget", map[string]string{"SAVER_MAX_BODIES": "1048576"}, []string{"-max-body", "65536"},
+			func(c Config) bool { return c.MaxBodiesBytes == 1<<20 && c.MaxBodyBytes == 64<<10 }, ""},
+		{"BodiesBudgetUnderOneBody", map[string]string{"SAVER_MAX_BODIES": "1024"}, nil, nil, "max-bodies 1024: must be at least max-body"},
 		{"StrayArgument", nil, []string{"extra"}, nil, "unexpected arguments"},
 		{"UnknownFlag", nil, []string{"-nope"}, nil, "not defined"},
 	}

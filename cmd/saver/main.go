@@ -184,7 +184,7 @@ func (m *Main) newServer(store saver.Store, caps api.Capabilities) *api.Server {
 	s := api.NewServer(store, m.Logger)
 	s.Capabilities = caps
 	s.TLSCert, s.TLSKey = m.Config.TLSCert, m.Config.TLSKey
-	s.MaxBodyBytes = m.Config.MaxBodyBytes
+	s.MaxBodyBytes, s.MaxBodiesBytes = m.Config.MaxBodyBytes, m.Config.MaxBodiesBytes
 	s.PageSize = m.Config.PageSize
 	s.RequestTimeout = m.Config.RequestTimeout
 	s.ReadHeaderTimeout, s.BodyTimeout = m.Config.ReadHeaderTimeout, m.Config.BodyTimeout
