@@ -172,6 +172,20 @@ func TestOpenRefusesWhatIsNotAStore(t *testing.T) {
 		{"EmptyKey", damaged(func(b []byte) {
 			binary.NativeEndian.PutUint32(page(b, root)[16+4:], 0)
 		}), "key 0 is empty"},
+		{"RootKeyNotABucket", damaged(func(b []byte) {
+			// Every key of the root is one of the store's buckets; one that
+			// is a plain value made Open fail inside bbolt instead.
+			for _, meta := range []int{0, pageSize} {
+				leaf := page(b, binary.NativeEndian.Uint64(b[meta+32:])) // the meta's root bucket
+				for i := range int(binary.NativeEndian.Uint16(leaf[10:])) {
+					e := leaf[16+16*i:]
+					pos, ksize := binary.NativeEndian.Uint32(e[4:]), binary.NativeEndian.Uint32(e[8:])
+					if string(e[pos:pos+ksize]) != "checkpoints" {
+						binary.NativeEndian.PutUint32(e[0:], 0) // not a bucket
+					}
+				}
+			}
+		}), "is not a bucket"},
 		{"ForeignBboltFile", foreignFile(t), "not a saver store"},
 	}
 	for _, tt := range tests {

@@ -30,8 +30,8 @@ var ErrNotStore = errors.New("not a valid store")
 // first key equal to its branch element's, branches of two children or
 // more, and the freelist page, if the file has one. It does not read values: bbolt keeps no checksum of
 // them, so damage inside a value is found only by the code that decodes it.
-// The file must hold a saver store: its root holds the checkpoints bucket,
-// or nothing at all.
+// The file must hold a saver store: its root holds buckets only, the
+// checkpoints bucket among them, or nothing at all.
 //
 // Cost: one ReadAt per branch or leaf page and none for the pages of large
 // values, about what bbolt's own freelist rebuild reads at open.
@@ -391,6 +391,11 @@ func (w *walker) leaf(id uint64, count int, read func(off, n uint64) ([]byte, er
 			return err
 		}
 		keys[i] = bytes.Clone(k)
+		if isRoot && flags&leafIsBucket == 0 {
+			// The store keeps nothing but buckets in the root; bbolt would
+			// refuse to open such a key as one ("incompatible value").
+			return notStore("page %d: the root's key %q is not a bucket", id, k)
+		}
 		if flags&leafIsBucket == 0 {
 			// The value is not read, but it must lie within the page.
 			if _, err := read(base+pos+ksize, 0); err != nil {
