@@ -298,6 +298,14 @@ func (s *Store) openPebble(path string, create bool) error {
 			return fmt.Errorf("bolt: create %s: %d bytes free, under the %d a store keeps in reserve: %w",
 				path, free, s.ReserveBytes, syscall.ENOSPC)
 		}
+		// The directory is claimed before Pebble makes it, so that a
+		// failed creation removes only what this call made: another
+		// process may have created the store since Open looked.
+		if err := os.Mkdir(path, 0o750); errors.Is(err, fs.ErrExist) {
+			return s.openPebble(path, false)
+		} else if err != nil {
+			return fmt.Errorf("bolt: create %s: %w", path, err)
+		}
 	} else {
 		desc, err := pebble.Peek(path, vfs.Default)
 		if err != nil {
@@ -331,8 +339,8 @@ func (s *Store) openPebble(path string, create bool) error {
 			s.Logger.Info("store opened", "path", path, "engine", "pebble", "created", create)
 			return nil
 		}
-		if create {
-			os.RemoveAll(path) // no half-made store left behind
+		if create && !lockHeld(err) {
+			os.RemoveAll(path) // no half-made store left behind; ours, claimed above
 		}
 		if !lockHeld(err) {
 			if !create && (pebble.IsCorruptionError(err) || errors.Is(err, fs.ErrNotExist) ||
