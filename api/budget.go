@@ -13,10 +13,12 @@ import (
 // bodyBudget bounds the request body bytes all requests hold at once, so
 // that many connections sending large bodies together cannot take the
 // memory of the process: MaxConns × MaxBodyBytes is far more than a machine
-// has. Bytes count as they arrive, not as Content-Length declares them, so
-// a client cannot hold the budget with bodies it never sends; they are
-// given back when the request's handler returns, the decoded values gone
-// with it.
+// has. A body of declared length takes its bytes in one go before it is
+// read, so that requests holding part of what they need cannot wait on
+// each other until all fail; a client that declares a body and sends it
+// slowly holds them until BodyTimeout. A chunked body takes its bytes as
+// they arrive. They are given back when the request's handler returns, the
+// decoded values gone with it.
 type bodyBudget struct {
 	sem   *semaphore.Weighted
 	limit int64
@@ -27,33 +29,49 @@ func newBodyBudget(limit int64, wait time.Duration) *bodyBudget {
 	return &bodyBudget{sem: semaphore.NewWeighted(limit), limit: limit, wait: wait}
 }
 
-// body returns r counted against the budget, and the function that gives
-// its bytes back.
-func (b *bodyBudget) body(ctx context.Context, r io.ReadCloser) (io.ReadCloser, func()) {
-	cb := &countedBody{ReadCloser: r, ctx: ctx, budget: b}
-	return cb, func() { b.sem.Release(cb.held) }
+// take waits for n bytes of the budget: EUNAVAILABLE if they are not free
+// within the budget's wait.
+func (b *bodyBudget) take(ctx context.Context, n int64) error {
+	if b.sem.TryAcquire(n) {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, b.wait)
+	defer cancel()
+	if b.sem.Acquire(ctx, n) != nil {
+		return saver.Errorf(saver.EUNAVAILABLE, "The service holds its limit of %d request body bytes in memory; retry.", b.limit)
+	}
+	return nil
 }
 
-// countedBody takes each read's bytes from the budget, waiting up to the
-// budget's wait for them.
-type countedBody struct {
+// body takes the bytes of a body of length bytes (-1: unknown) and returns
+// it counted against the budget, with the function that gives its bytes
+// back. The caller has refused lengths over the budget (MaxBodyBytes).
+func (b *bodyBudget) body(ctx context.Context, r io.ReadCloser, length int64) (io.ReadCloser, func(), error) {
+	if length >= 0 {
+		if err := b.take(ctx, length); err != nil {
+			return nil, nil, err
+		}
+		return r, func() { b.sem.Release(length) }, nil
+	}
+	cb := &chunkedBody{ReadCloser: r, ctx: ctx, budget: b}
+	return cb, func() { b.sem.Release(cb.held) }, nil
+}
+
+// chunkedBody takes each read's bytes from the budget.
+type chunkedBody struct {
 	io.ReadCloser
 	ctx    context.Context
 	budget *bodyBudget
 	held   int64
 }
 
-func (c *countedBody) Read(p []byte) (int, error) {
+func (c *chunkedBody) Read(p []byte) (int, error) {
 	n, err := c.ReadCloser.Read(p)
 	if n == 0 {
 		return n, err
 	}
-	if !c.budget.sem.TryAcquire(int64(n)) {
-		ctx, cancel := context.WithTimeout(c.ctx, c.budget.wait)
-		defer cancel()
-		if c.budget.sem.Acquire(ctx, int64(n)) != nil {
-			return n, saver.Errorf(saver.EUNAVAILABLE, "The service holds its limit of %d request body bytes in memory; retry.", c.budget.limit)
-		}
+	if err := c.budget.take(c.ctx, int64(n)); err != nil {
+		return n, err
 	}
 	c.held += int64(n)
 	return n, err

@@ -1,8 +1,10 @@
 package api_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync/atomic"
@@ -142,7 +144,18 @@ func TestBodiesBudget(t *testing.T) {
 		t.Fatal("the large request was answered before it reached the store")
 	}
 
-	rec := do(t, s, "POST", "/v1/threads/t/writes", "application/json", writes(20<<10))
+	// Its length is declared: it is refused before a byte of it is read,
+	// so that requests holding part of their bodies never wait on each
+	// other until all of them fail.
+	small := &countingReader{r: bytes.NewReader(writes(20 << 10))}
+	req := httptest.NewRequest("POST", "/v1/threads/t/writes", small)
+	req.ContentLength = int64(small.r.Len())
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, req)
+	if small.n != 0 {
+		t.Errorf("%d bytes of the refused body were read, want 0", small.n)
+	}
 	if rec.Code != 503 || errorCode(t, rec) != saver.EUNAVAILABLE || rec.Header().Get("Retry-After") == "" {
 		t.Fatalf("a body past the budget: %d %s (Retry-After %q), want 503 unavailable with Retry-After", rec.Code, rec.Body, rec.Header().Get("Retry-After"))
 	}
@@ -157,4 +170,15 @@ func TestBodiesBudget(t *testing.T) {
 	if n := stored.Load(); n != 2 {
 		t.Fatalf("%d calls stored, want 2", n)
 	}
+}
+
+type countingReader struct {
+	r *bytes.Reader
+	n int
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += n
+	return n, err
 }

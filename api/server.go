@@ -87,10 +87,12 @@ type Server struct {
 
 	// MaxBodyBytes caps a request body; larger bodies get 413.
 	MaxBodyBytes int64
-	// MaxBodiesBytes caps the body bytes all requests hold at once (counted
-	// as they arrive, given back when a request is answered); a request
-	// that would pass it waits a few seconds for others to finish, then
-	// gets 503 with Retry-After. At least MaxBodyBytes; 0: no cap.
+	// MaxBodiesBytes caps the body bytes all requests hold at once (a
+	// declared length taken before the body is read, a chunked body's
+	// bytes as they arrive; given back when a request is answered); a
+	// request that would pass it waits MaxBodiesWait for others to finish,
+	// then gets 503 with Retry-After. Raised to MaxBodyBytes if lower
+	// (cmd/saver refuses such a setting); 0: no cap.
 	MaxBodiesBytes int64
 	// MaxBodiesWait is how long a request waits for body bytes others hold.
 	MaxBodiesWait time.Duration
@@ -317,7 +319,10 @@ func (s *Server) limitBody(next echo.HandlerFunc) echo.HandlerFunc {
 			}
 		}
 		if s.bodies != nil && req.ContentLength != 0 {
-			body, release := s.bodies.body(req.Context(), req.Body)
+			body, release, err := s.bodies.body(req.Context(), req.Body, req.ContentLength)
+			if err != nil {
+				return err
+			}
 			defer release()
 			req.Body = body
 		}

@@ -141,7 +141,7 @@ func settings() []envVar {
 			c.MaxBodyBytes = n
 			return nil
 		}, func(c *Config) string { return strconv.FormatInt(c.MaxBodyBytes, 10) })
-	add("SAVER_MAX_BODIES", "max-bodies", "most request body bytes held at once, all requests together; a request past it waits up to 5s, then gets 503",
+	add("SAVER_MAX_BODIES", "max-bodies", "most request body bytes held at once, all requests together, at least max-body (a declared length is taken before the body is read); a request past it waits up to 5s, then gets 503",
 		func(c *Config, v string) error {
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil {
