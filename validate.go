@@ -85,8 +85,8 @@ func (in *PutCheckpoint) Validate() error {
 	if err := in.CheckpointRef.Validate(); err != nil {
 		return err
 	}
-	if in.ID == "" {
-		return Errorf(EINVALID, "checkpoint_id is required.")
+	if err := RequireCheckpointID(in.CheckpointRef); err != nil {
+		return err
 	}
 	if err := ValidateCheckpointID("parent_checkpoint_id", in.ParentID); err != nil {
 		return err
@@ -135,8 +135,8 @@ func (in *PutWrites) Validate() error {
 	if err := in.CheckpointRef.Validate(); err != nil {
 		return err
 	}
-	if in.ID == "" {
-		return Errorf(EINVALID, "checkpoint_id is required.")
+	if err := RequireCheckpointID(in.CheckpointRef); err != nil {
+		return err
 	}
 	seen := make(map[string]map[int64]bool)
 	for i, w := range in.Writes {

@@ -298,7 +298,8 @@ func (s *Store) openBolt(path string) error {
 	return nil
 }
 
-// Close closes the file. Calls in flight finish first.
+// Close closes the store (its Pebble directory or bbolt file). Calls in
+// flight finish first.
 func (s *Store) Close() error {
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("bolt: close %s: %w", s.path, err)

@@ -107,7 +107,7 @@ type runCheckpoint struct {
 }
 
 // maxRunBatch bounds the checkpoints (with their writes) one transaction of
-// maxRunBatch is how many checkpoints DeleteForRuns deletes a transaction.
+// DeleteForRuns deletes.
 const maxRunBatch = 100
 
 // DeleteForRuns removes the checkpoints whose metadata run_id is one of

@@ -163,7 +163,10 @@ func (p *expiryPlan) plan(ctx context.Context, it, lifetimes item) error {
 		return nil
 	}
 	if e, ok := entry(lifetimes, ch); !ok || e.version == v {
-		p.entries[sk] = blobRef{channel: ch, version: v, ref: st.ext.ref}
+		// The hash stays: extending a blob (or storing a patch whole)
+		// leaves its value's bytes as they were, and known values and
+		// patch bases are checked against it.
+		p.entries[sk] = blobRef{channel: ch, version: v, ref: st.ext.ref, hash: e.hash}
 	}
 	return nil
 }

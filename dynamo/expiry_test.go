@@ -95,3 +95,30 @@ func TestSetExpiryExtends(t *testing.T) {
 		t.Fatalf("retags mismatch (-want +got):\n%s", diff)
 	}
 }
+
+// TestSetExpiryKeepsHash: the lifetimes entry SetExpiry rewrites for a blob
+// it extends keeps the value's content hash. Known values and patch bases
+// are checked against it; without it the next put's conditions failed, a
+// transaction was cancelled and the replica forgot what it remembered.
+func TestSetExpiryKeepsHash(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	exp := now.Unix() + 3600
+	pk := attrS(partitionKey("t", "th"))
+	cp := item{attrPK: pk, attrSK: attrS("c!!2!"), attrChannel: attrS(""), attrVersion: attrS(""), attrKind: attrS(itemCheckpoint),
+		attrExpiresAt: attrN(now.Unix() + 100), attrVersions: &types.AttributeValueMemberM{Value: item{"a": attrS("1")}}}
+	a := item{attrPK: pk, attrSK: attrS("b!!a!1!"), attrChannel: attrS("a"), attrVersion: attrS("1"), attrExpiresAt: attrN(now.Unix() + 50)}
+	lifetimes := item{attrPK: pk, attrSK: attrS("x!!"), "ch:a": entryValue(blobRef{version: "1", hash: "h1"}, now.Unix()+50)}
+	db := &queryDB{txDB: &txDB{stored: map[string]item{"b!!a!1!": a, "x!!": lifetimes}}, items: []item{cp}}
+	s := NewStore(db, "t")
+	s.Now = func() time.Time { return now }
+	if err := s.SetExpiry(t.Context(), saver.CheckpointRef{Tenant: "t", ThreadID: "th", ID: "2"}, exp); err != nil {
+		t.Fatal(err)
+	}
+	if len(db.requests) != 1 {
+		t.Fatalf("%d requests, want 1", len(db.requests))
+	}
+	got := describe(db.requests[0])
+	if want := fmt.Sprintf("update x!!: attribute_exists(PK): SET ch:a = {e=%d h=h1 v=1}", exp); got[0] != want {
+		t.Fatalf("lifetimes update\n got %s\nwant %s", got[0], want)
+	}
+}

@@ -249,8 +249,7 @@ func (s *Store) claimFresh(ctx context.Context, in saver.ClaimRequest, now time.
 	it[attrLease] = attrN(lease)
 	it[attrTTL] = attrN(ttl)
 	it[attrExpiresAt] = attrN(ceilSeconds(now) + ttl)
-	c := awsx.NewExpr("c")
-	c.Text = fmt.Sprintf("attribute_not_exists(%s) OR %s <= %s", c.Name(attrPK), c.Name(attrExpiresAt), c.Value(attrN(now.Unix())))
+	c := absentOrExpired(now)
 	names, values := awsx.Merge(c)
 	_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName:                           &s.table.Name,

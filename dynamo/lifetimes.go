@@ -215,7 +215,7 @@ func (l *lifetimesPart) entries(u *awsx.Expr) []string {
 // entries that vouch stay checked, a live entry of the same version that
 // says too early gives the expiry to extend from (the blob's own, if later,
 // comes back when that extension fails), and the other blobs are read
-// before the next request (prepare).
+// before the next request (next).
 func (l *lifetimesPart) refuted(_ context.Context, old item) error {
 	live := old != nil && !l.s.expired(getN(old, attrExpiresAt))
 	for _, r := range l.refs {

@@ -71,7 +71,7 @@ const (
 //
 //   - the cache (recent.go): per channel, the last value a put of this
 //     replica brought, or a latest read returned; puts fill it once they
-//     succeeded (patchPart.remember), and so do latest reads
+//     succeeded (patches.remember), and so do latest reads
 //     (rememberRead), since the next put of a thread just read is likely
 //     to change those values and the next read to want them again;
 //   - encoding: a put brings a new version as a patch on the remembered

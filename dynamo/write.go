@@ -38,7 +38,7 @@ func (s *Store) PutWrites(ctx context.Context, in saver.PutWrites) error {
 	for seq := 0; ; seq++ {
 		if seq == maxBundles {
 			return fmt.Errorf("dynamo: put writes on %s: %w", in.ID,
-				saver.Errorf(saver.ECONFLICT, "Task %s has put writes against this checkpoint %d times with writes the earlier ones lacked.", ordinary[0].TaskID, maxBundles))
+				saver.Errorf(saver.ECONFLICT, "Task %s has put writes against this checkpoint %d times with writes the earlier ones lacked.", in.Writes[0].TaskID, maxBundles))
 		}
 		err := s.putWrites(ctx, in, ordinary, seq, ops)
 		var taken *bundleTaken

@@ -55,7 +55,7 @@ type Table struct {
 	Pause func(ctx context.Context, try int) error
 }
 
-// NewTable returns the table name of db.
+// NewTable returns the table name on db.
 func NewTable(db DB, name string) *Table { return &Table{DB: db, Name: name, Pause: Backoff} }
 
 // WriteOp is one action of a write request: a put (upsert) of Item; with
