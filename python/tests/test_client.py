@@ -729,6 +729,29 @@ def test_parse_retry_after() -> None:
     assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0
 
 
+def test_sync_and_async_requests_alike(fake: Any) -> None:
+    """A proxy's bare error reads the same from both sides, and neither asks
+    for a compressed answer it could not read, nor keeps cookies."""
+    svc = fake((502, {"Set-Cookie": "lb=1"}, ""), (502, {}, ""))
+    messages = []
+    with HTTPSaver(svc.url, retry=FAST) as s, pytest.raises(SaverError) as exc:
+        s.delete_thread("t")
+    messages.append(exc.value.message)
+
+    async def main() -> None:
+        async with HTTPSaver(svc.url, retry=FAST) as s:
+            for _ in range(2):
+                with pytest.raises(SaverError) as exc:
+                    await s.adelete_thread("t")
+            messages.append(exc.value.message)
+
+    asyncio.run(main())
+    assert messages == ["Bad Gateway", "Bad Gateway"]
+    for r in svc.requests:
+        assert "Accept-Encoding" not in r["headers"], r["headers"]
+        assert "Cookie" not in r["headers"], r["headers"]
+
+
 def test_json_error_bodies_are_understood(fake: Any) -> None:
     svc = fake((409, {"Content-Type": "application/json"}, json.dumps(err("conflict"))))
     with HTTPSaver(svc.url, retry=FAST) as s, pytest.raises(SaverError) as exc:

@@ -13,6 +13,7 @@ client's CPU.
 from __future__ import annotations
 
 import asyncio
+import http
 import math
 import ssl
 import threading
@@ -179,7 +180,17 @@ class _Handle:
         self._method = method
         c.setopt(pycurl.HTTPHEADER, lines)
         c.perform()
-        return Reply(c.getinfo(pycurl.RESPONSE_CODE), "", dict(self._headers), bytes(self._body))
+        status = c.getinfo(pycurl.RESPONSE_CODE)
+        return Reply(status, _phrase(status), dict(self._headers), bytes(self._body))
+
+
+def _phrase(status: int) -> str:
+    """The standard reason phrase of a status, as aiohttp reports one: libcurl
+    gives the status line's code only."""
+    try:
+        return http.HTTPStatus(status).phrase
+    except ValueError:
+        return ""
 
 
 class _LoopSession:
@@ -242,8 +253,11 @@ class AsyncPool:
                 aiohttp.ClientSession(
                     timeout=self._timeout,
                     connector=aiohttp.TCPConnector(limit=100, ssl=self._ssl),
+                    # As the sync side: no compression asked for (nothing
+                    # here would decompress it), no cookies kept.
                     auto_decompress=False,
-                    skip_auto_headers=("User-Agent",),
+                    skip_auto_headers=("User-Agent", "Accept-Encoding"),
+                    cookie_jar=aiohttp.DummyCookieJar(),
                 )
             )
             self.sessions[loop] = entry
