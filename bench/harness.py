@@ -104,6 +104,16 @@ def children(ppid: int) -> list[int]:
     return out
 
 
+def remove_store(db: Path) -> None:
+    """Removes an embedded store left by an earlier run: a Pebble directory,
+    or a bbolt file from before the store moved to Pebble (which the service
+    would open, and the run would measure bbolt)."""
+    if db.is_dir():
+        shutil.rmtree(db)
+    else:
+        db.unlink(missing_ok=True)
+
+
 @dataclass
 class Process:
     """A child process in its own process group, stopped with SIGTERM then SIGKILL."""
@@ -255,7 +265,7 @@ class Stack:
         env = {"LOG_LEVEL": "warn"}
         if store == "bolt":
             db = work / "saver.db"
-            shutil.rmtree(db, ignore_errors=True)  # a store is a directory (Pebble)
+            remove_store(db)
             argv += ["-db", str(db)]
         else:
             ddb, s3 = self.endpoints(counted)

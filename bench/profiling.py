@@ -16,7 +16,6 @@ import argparse
 import cProfile
 import io
 import pstats
-import shutil
 import subprocess
 import sys
 import threading
@@ -50,7 +49,7 @@ def main() -> int:
         env = {}
         if args.store == "bolt":
             db = out / "prof.db"
-            shutil.rmtree(db, ignore_errors=True)  # a store is a directory (Pebble)
+            harness.remove_store(db)
             argv += ["-db", str(db)]
         else:
             stack.start_aws()

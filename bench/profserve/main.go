@@ -39,8 +39,8 @@ import (
 )
 
 func main() {
-	store := flag.String("store", "bolt", "bolt or dynamodb")
-	db := flag.String("db", "", "bolt file")
+	store := flag.String("store", "bolt", "bolt, dynamodb or null")
+	db := flag.String("db", "", "the embedded store (a Pebble directory)")
 	table := flag.String("table", "", "DynamoDB table (created if missing)")
 	bucket := flag.String("bucket", "", "S3 bucket for offload (must exist)")
 	addrFile := flag.String("addr-file", "", "write the API address here")
@@ -56,7 +56,10 @@ func run(store, db, table, bucket, addrFile, pprofFile string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	var st saver.Store
+	var (
+		st   saver.Store
+		caps api.Capabilities // as cmd/saver wires each store
+	)
 	switch store {
 	case "bolt":
 		b, err := bolt.Open(db)
@@ -65,6 +68,7 @@ func run(store, db, table, bucket, addrFile, pprofFile string) error {
 		}
 		defer b.Close()
 		st = b
+		caps = api.Capabilities{Tree: b, Ledger: b, Expirer: b, Pinger: b, HeadGuard: true}
 	case "dynamodb":
 		cfg, err := config.LoadDefaultConfig(ctx)
 		if err != nil {
@@ -78,12 +82,14 @@ func run(store, db, table, bucket, addrFile, pprofFile string) error {
 			d.Offload = s3offload.NewStore(s3offload.NewClient(cfg), bucket)
 		}
 		st = d
+		caps = api.Capabilities{Tree: d, Ledger: d, Expirer: d, Pinger: d, HeadGuard: true}
 	case "null":
 		st = nullStore()
 	default:
 		return fmt.Errorf("unknown store %q", store)
 	}
 	srv := api.NewServer(st, logger)
+	srv.Capabilities = caps
 	if err := srv.Open("127.0.0.1:0"); err != nil {
 		return err
 	}

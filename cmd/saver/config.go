@@ -123,7 +123,7 @@ func settings() []envVar {
 	add("SAVER_STORE", "store", "store: bolt (embedded file) or dynamodb", s, g)
 	s, g = str(func(c *Config) *string { return &c.DBPath })
 	add("SAVER_DB", "db", "path of the embedded store: a directory (Pebble) for a new store; a bbolt file made by an earlier release keeps opening (saver migrate moves it)", s, g)
-	add("SAVER_DISK_RESERVE", "disk-reserve", "free disk space in bytes the embedded store keeps: writes are answered 503 (disk full) rather than take it",
+	add("SAVER_DISK_RESERVE", "disk-reserve", "free disk space in bytes a Pebble store keeps: writes are answered 503 (disk full) rather than take it",
 		func(c *Config, v string) error {
 			n, err := strconv.ParseUint(v, 10, 64)
 			if err != nil || n == 0 {
