@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"container/heap"
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/saver-dev/saver"
@@ -18,19 +19,23 @@ import (
 // the groups are merged in listing order, so a listing with a limit reads
 // about limit checkpoints per group, not the whole thread.
 // With no thread, the groups are every (thread, namespace) of the tenant.
+// The groups share one cursor, each keeping only its current key: a cursor
+// is an iterator with its own buffers on Pebble, and a tenant-wide listing
+// has a group per thread.
 func (s *Store) ListCheckpoints(ctx context.Context, f saver.ListFilter) ([]*saver.Tuple, error) {
 	var out []*saver.Tuple
 	err := s.view(ctx, "list checkpoints", func(tx kvTx) error {
 		out = nil
 		now := s.Now()
 		cps := tx.Bucket(bucketCheckpoints)
-		groups, err := listGroups(ctx, cps.Cursor(), f)
+		c := cps.Cursor()
+		groups, err := listGroups(ctx, c, f)
 		if err != nil {
 			return err
 		}
 		h := make(groupHeap, 0, len(groups))
 		for _, g := range groups {
-			it := newGroupIter(cps.Cursor(), g, f)
+			it := newGroupIter(c, g, f)
 			if it.err != nil {
 				return it.err
 			}
@@ -44,14 +49,18 @@ func (s *Store) ListCheckpoints(ctx context.Context, f saver.ListFilter) ([]*sav
 				return err
 			}
 			it := h[0]
-			tup, err := listed(tx, it, f, now)
+			k, v := c.Seek(it.k)
+			if !bytes.Equal(k, it.k) {
+				return fmt.Errorf("checkpoint key %q is gone from the transaction", it.k)
+			}
+			tup, err := listed(tx, it, v, f, now)
 			if err != nil {
 				return err
 			}
 			if tup != nil {
 				out = append(out, tup)
 			}
-			it.set(it.c.Prev())
+			it.set(c.Prev())
 			if it.err != nil {
 				return it.err
 			}
@@ -69,13 +78,13 @@ func (s *Store) ListCheckpoints(ctx context.Context, f saver.ListFilter) ([]*sav
 	return out, nil
 }
 
-// listed returns the tuple of the iterator's current checkpoint, or nil if
-// it has expired at now or f does not match it.
-func listed(tx kvTx, it *groupIter, f saver.ListFilter, now time.Time) (*saver.Tuple, error) {
-	if ok, err := live(it.v, now); !ok {
+// listed returns the tuple of the iterator's current checkpoint, whose
+// record is v, or nil if it has expired at now or f does not match it.
+func listed(tx kvTx, it *groupIter, v []byte, f saver.ListFilter, now time.Time) (*saver.Tuple, error) {
+	if ok, err := live(v, now); !ok {
 		return nil, err
 	}
-	cp, err := decodeCheckpoint(it.ref, it.v)
+	cp, err := decodeCheckpoint(it.ref, v)
 	if err != nil || !f.Matches(cp) {
 		return nil, err
 	}
@@ -128,14 +137,14 @@ func distinct(ctx context.Context, c kvCursor, prefix []byte, n int) ([][]string
 	return out, nil
 }
 
-// groupIter walks the checkpoints of one (thread, namespace) backwards.
+// groupIter walks the checkpoints of one (thread, namespace) backwards, on
+// a cursor it shares with the other groups.
 type groupIter struct {
-	c      kvCursor
 	prefix []byte
 	// lower is the smallest key the filter can match; nil when unbounded.
 	lower []byte
 	ref   saver.CheckpointRef // ID is the current checkpoint's
-	k, v  []byte              // nil k: exhausted
+	k     []byte              // the current key, a copy; nil: exhausted
 	err   error
 }
 
@@ -143,7 +152,7 @@ type groupIter struct {
 // that f allows: below Before, at most the After cursor's id and at most
 // the requested id.
 func newGroupIter(c kvCursor, g saver.CheckpointRef, f saver.ListFilter) *groupIter {
-	it := &groupIter{c: c, prefix: key(g.Tenant, g.ThreadID, g.NS), ref: g}
+	it := &groupIter{prefix: key(g.Tenant, g.ThreadID, g.NS), ref: g}
 	upper := prefixEnd(it.prefix)
 	capAt := func(b []byte) {
 		if bytes.Compare(b, upper) < 0 {
@@ -165,9 +174,11 @@ func newGroupIter(c kvCursor, g saver.CheckpointRef, f saver.ListFilter) *groupI
 	return it
 }
 
-func (it *groupIter) set(k, v []byte) {
+// set moves the iterator to the key the shared cursor found (its value is
+// read again when the group's turn comes: the cursor moves for the others).
+func (it *groupIter) set(k, _ []byte) {
 	if k == nil || !bytes.HasPrefix(k, it.prefix) || (it.lower != nil && bytes.Compare(k, it.lower) < 0) {
-		it.k, it.v = nil, nil
+		it.k = nil
 		return
 	}
 	parts, err := parseKey(k[len(it.prefix):], 1)
@@ -175,7 +186,7 @@ func (it *groupIter) set(k, v []byte) {
 		it.err, it.k = err, nil
 		return
 	}
-	it.k, it.v, it.ref.ID = k, v, parts[0]
+	it.k, it.ref.ID = bytes.Clone(k), parts[0]
 }
 
 // groupHeap orders iterators by their current checkpoint in listing order.
