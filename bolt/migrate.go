@@ -34,7 +34,14 @@ func Migrate(ctx context.Context, path string, logger *slog.Logger) (int, error)
 		if _, berr := os.Stat(backup); berr == nil {
 			if _, terr := os.Stat(tmp); terr == nil {
 				// Cut short between the two renames: finish.
-				return 0, os.Rename(tmp, path)
+				if err := os.Rename(tmp, path); err != nil {
+					return 0, fmt.Errorf("bolt: migrate %s: %w", path, err)
+				}
+				if err := syncDir(filepath.Dir(path)); err != nil {
+					return 0, fmt.Errorf("bolt: migrate %s: %w", path, err)
+				}
+				logger.Info("store migration finished: an earlier run had copied it", "path", path, "old file", backup)
+				return 0, nil
 			}
 		}
 		return 0, fmt.Errorf("bolt: migrate %s: no store there", path)
@@ -58,7 +65,7 @@ func Migrate(ctx context.Context, path string, logger *slog.Logger) (int, error)
 		src.Close()
 		return 0, fmt.Errorf("bolt: migrate %s: not a bbolt file", path)
 	}
-	n, err := copyToPebble(ctx, be.db, tmp)
+	n, err := copyToPebble(ctx, be.db, tmp, logger)
 	if cerr := src.Close(); err == nil {
 		err = cerr
 	}
@@ -82,9 +89,8 @@ func Migrate(ctx context.Context, path string, logger *slog.Logger) (int, error)
 
 // copyToPebble copies every bucket of db into a new Pebble store at dir and
 // checks the copy's key count against the file's.
-func copyToPebble(ctx context.Context, db *bbolt.DB, dir string) (int, error) {
-	dst, err := pebble.Open(dir, &pebble.Options{ErrorIfExists: true, FormatMajorVersion: pebble.FormatNewest,
-		MemTableSize: pebbleMemTable, Logger: pebbleLogger{slog.New(slog.DiscardHandler)}})
+func copyToPebble(ctx context.Context, db *bbolt.DB, dir string, logger *slog.Logger) (int, error) {
+	dst, err := pebble.Open(dir, pebbleOptions(logger, true))
 	if err != nil {
 		return 0, err
 	}

@@ -138,7 +138,7 @@ func (e *pebbleEngine) Close() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
-		return errClosed
+		return nil // as bbolt's Close: a second one is harmless
 	}
 	e.closed = true
 	return e.db.Close()
@@ -317,20 +317,7 @@ func (s *Store) openPebble(path string, create bool) error {
 				"a new, empty store", path, ErrNotStore)
 		}
 	}
-	opts := &pebble.Options{
-		ErrorIfExists:    create,
-		ErrorIfNotExists: !create,
-		Logger:           pebbleLogger{s.Logger},
-		MemTableSize:     pebbleMemTable,
-		CacheSize:        pebbleCache,
-	}
-	// Blocks stay uncompressed: tree queries and listings read every
-	// checkpoint record of a thread, and decompressing them cost more than
-	// the disk they save (payloads are msgpack the client may compress).
-	opts.ApplyCompressionSettings(func() pebble.DBCompressionSettings { return pebble.DBCompressionNone })
-	if create {
-		opts.FormatMajorVersion = pebble.FormatNewest
-	}
+	opts := pebbleOptions(s.Logger, create)
 	deadline := time.Now().Add(s.Timeout)
 	for {
 		db, err := pebble.Open(path, opts)
@@ -355,6 +342,27 @@ func (s *Store) openPebble(path string, create bool) error {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// pebbleOptions are the options of every Pebble store this package opens or
+// makes (create: a new one, which must not exist yet), the migration's copy
+// included.
+func pebbleOptions(logger *slog.Logger, create bool) *pebble.Options {
+	opts := &pebble.Options{
+		ErrorIfExists:    create,
+		ErrorIfNotExists: !create,
+		Logger:           pebbleLogger{logger},
+		MemTableSize:     pebbleMemTable,
+		CacheSize:        pebbleCache,
+	}
+	// Blocks stay uncompressed: tree queries and listings read every
+	// checkpoint record of a thread, and decompressing them cost more than
+	// the disk they save (payloads are msgpack the client may compress).
+	opts.ApplyCompressionSettings(func() pebble.DBCompressionSettings { return pebble.DBCompressionNone })
+	if create {
+		opts.FormatMajorVersion = pebble.FormatNewest
+	}
+	return opts
 }
 
 // lockHeld reports whether Open failed on the store's lock file, which

@@ -108,6 +108,9 @@ func TestClosedStore(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("a second Close: %v, want nil as bbolt gives", err)
+	}
 	ref := storetest.NewRef()
 	tests := []struct {
 		name string
