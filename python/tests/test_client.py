@@ -718,6 +718,20 @@ def test_connection_errors_are_retried_then_raised() -> None:
         s.get_tuple(config("t"))
 
 
+def test_pauses_between_tries() -> None:
+    """One rule for every pause, the first (outside tenacity) and the later
+    ones: Retry-After plus jitter, else full-jitter exponential backoff."""
+    from saver_client._transport import _pause
+
+    policy = RetryPolicy(backoff=0.1, max_backoff=1.0)
+    for attempt, ceiling in ((1, 0.1), (2, 0.2), (3, 0.4), (4, 0.8), (5, 1.0), (2000, 1.0)):
+        pauses = [_pause(policy, None, attempt) for _ in range(200)]
+        assert all(0 <= p <= ceiling for p in pauses), (attempt, max(pauses))
+        assert max(pauses) > ceiling / 2, (attempt, max(pauses))  # jittered up to the ceiling
+    busy = UnavailableError("unavailable", "busy", status=503, retry_after=3.0)
+    assert all(3.0 <= _pause(policy, busy, 1) <= 3.1 for _ in range(50))
+
+
 def test_parse_retry_after() -> None:
     assert parse_retry_after("3") == 3.0
     assert parse_retry_after(None) is None

@@ -24,7 +24,6 @@ from tenacity import (
     retry_if_exception_type,
     stop_after_attempt,
     stop_before_delay,
-    wait_random_exponential,
 )
 from tenacity.wait import wait_base
 
@@ -70,48 +69,36 @@ class RetryPolicy:
             raise ValueError("retry delays must not be negative")
 
 
+def _pause(policy: RetryPolicy, exc: BaseException | None, attempt: int) -> float:
+    """The pause after failed try `attempt` (1 the first): as the server asks
+    (Retry-After), else randomised exponential backoff with full jitter, which
+    keeps many clients that failed together from retrying together."""
+    if isinstance(exc, UnavailableError) and exc.retry_after is not None:
+        # Honour the server's hint, plus a little jitter so that clients it
+        # throttled together do not come back in the same millisecond.
+        return exc.retry_after + random.uniform(0, policy.backoff)
+    return random.uniform(0, min(policy.max_backoff, policy.backoff * 2.0 ** min(attempt - 1, 60)))
+
+
+def _warn_retry(attempt: int, exc: BaseException | None, sleep: float) -> None:
+    logger.warning("saver request failed (attempt %d): %s; retrying in %.2fs", attempt, exc, sleep)
+
+
 class _WaitRetryAfter(wait_base):
-    """Sleep as the server asks (Retry-After), else randomised exponential backoff.
+    """Tenacity's wait for the tries after the first, which runs outside it."""
 
-    Full jitter keeps many clients that failed together from retrying together.
-    """
-
-    def __init__(self, policy: RetryPolicy, after: int = 0) -> None:
+    def __init__(self, policy: RetryPolicy) -> None:
         self._policy = policy
-        self._after = after  # tries made before tenacity took over
-        self._fallback = wait_random_exponential(multiplier=policy.backoff, max=policy.max_backoff)
 
     def __call__(self, retry_state: RetryCallState) -> float:
         exc = retry_state.outcome.exception() if retry_state.outcome else None
-        if isinstance(exc, UnavailableError) and exc.retry_after is not None:
-            # Honour the server's hint, plus a little jitter so that clients it
-            # throttled together do not come back in the same millisecond.
-            return exc.retry_after + random.uniform(0, self._policy.backoff)
-        if self._after:
-            retry_state = _Shifted(retry_state, self._after)
-        return float(self._fallback(retry_state))
-
-
-class _Shifted:
-    """A retry state whose attempt number counts the tries made before it."""
-
-    def __init__(self, state: RetryCallState, after: int) -> None:
-        self._state = state
-        self.attempt_number = state.attempt_number + after
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._state, name)
+        return _pause(self._policy, exc, retry_state.attempt_number + 1)
 
 
 def _log_retry(retry_state: RetryCallState) -> None:
     exc = retry_state.outcome.exception() if retry_state.outcome else None
     sleep = retry_state.next_action.sleep if retry_state.next_action else 0.0
-    logger.warning(
-        "saver request failed (attempt %d): %s; retrying in %.2fs",
-        retry_state.attempt_number + 1,  # the first try is made before tenacity's
-        exc,
-        sleep,
-    )
+    _warn_retry(retry_state.attempt_number + 1, exc, sleep)  # the first try is made before tenacity's
 
 
 def parse_retry_after(value: str | None) -> float | None:
@@ -239,16 +226,10 @@ class Transport:
             "retry": retry_if_exception_type(_RETRYABLE),
             "stop": stop_after_attempt(policy.max_attempts - 1)
             | stop_before_delay(max(0.0, policy.max_delay - (time.monotonic() - started))),
-            "wait": _WaitRetryAfter(policy, after=1),
+            "wait": _WaitRetryAfter(policy),
             "before_sleep": _log_retry,
             "reraise": True,
         }
-
-    def _first_wait(self, exc: BaseException) -> float:
-        """The pause before the second try, as tenacity would have it."""
-        if isinstance(exc, UnavailableError) and exc.retry_after is not None:
-            return exc.retry_after + random.uniform(0, self.retry.backoff)
-        return random.uniform(0, min(self.retry.backoff, self.retry.max_backoff))
 
     def _second_try(self, exc: BaseException, started: float) -> float:
         """The pause before the second try of a call whose first failed with
@@ -258,10 +239,10 @@ class Transport:
         """
         if self.retry.max_attempts <= 1 or self.retry.max_delay <= 0:
             raise exc
-        wait = self._first_wait(exc)
+        wait = _pause(self.retry, exc, 1)
         if time.monotonic() - started + wait > self.retry.max_delay:
             raise exc
-        logger.warning("saver request failed (attempt 1): %s; retrying in %.2fs", exc, wait)
+        _warn_retry(1, exc, wait)
         return wait
 
     def _prepare(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Mapping
 from types import TracebackType
@@ -24,8 +23,6 @@ from saver_client._wire import Wire as Wire
 from saver_client._wire import check_scope
 
 __all__ = ["HTTPSaver"]
-
-logger = logging.getLogger("saver_client")
 
 URL_ENV = "SAVER_URL"
 API_KEY_ENV = "SAVER_API_KEY"
