@@ -3,7 +3,6 @@ package dynamo
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/saver-dev/saver"
 	"github.com/saver-dev/saver/internal/awsx"
@@ -35,12 +34,7 @@ func (s *Store) PutCheckpoint(ctx context.Context, in saver.PutCheckpoint) error
 // (lifetimes.go), the checkpoint item, and the update of the namespace item
 // by the parts the put involves, revised from what each request failed on.
 type putPlan struct {
-	s       *Store
 	patches patches
-	in      *saver.PutCheckpoint
-	now     time.Time
-	exp     int64 // the checkpoint's
-	blobExp int64 // the blobs brought
 	blobs   []*newBlob
 	refs    *lifetimesPart
 	ns      nsItem
@@ -77,7 +71,8 @@ const (
 // reads the head first, and goes no further if it moved.
 func (s *Store) planPut(ctx context.Context, in *saver.PutCheckpoint) (*putPlan, error) {
 	now := s.Now()
-	p := &putPlan{s: s, patches: patches{s}, in: in, now: now, exp: in.ExpiresAt, blobExp: saver.NewBlobExpiry(in.ExpiresAt, now)}
+	p := &putPlan{patches: patches{s}}
+	exp, blobExp := in.ExpiresAt, saver.NewBlobExpiry(in.ExpiresAt, now)
 	pk := partitionKey(in.Tenant, in.ThreadID)
 	var guard *headGuard
 	if in.ExpectHead != nil {
@@ -87,14 +82,14 @@ func (s *Store) planPut(ctx context.Context, in *saver.PutCheckpoint) (*putPlan,
 		}
 		guard = g
 	}
-	patches, err := p.patches.bring(ctx, in, pk, p.blobExp, now)
+	patches, err := p.patches.bring(ctx, in, pk, blobExp, now)
 	if err != nil {
 		return nil, err
 	}
 	p.blobs = patches.blobs
-	p.refs = s.newLifetimesPart(in, pk, p.blobs, p.blobExp, now)
+	p.refs = s.newLifetimesPart(in, pk, p.blobs, blobExp, now)
 	known := p.patches.knownPart(in, pk, patches.mem, p.refs, p.blobs)
-	cp, err := s.checkpointItem(ctx, &in.Checkpoint, p.exp)
+	cp, err := s.checkpointItem(ctx, &in.Checkpoint, exp)
 	if err != nil {
 		return nil, err
 	}
@@ -109,7 +104,7 @@ func (s *Store) planPut(ctx context.Context, in *saver.PutCheckpoint) (*putPlan,
 	if guard != nil {
 		parts = append(parts, guard)
 	}
-	p.ns = nsItem{pk: pk, ns: in.NS, exp: p.exp, itemExp: p.blobExp, parts: parts}
+	p.ns = nsItem{pk: pk, ns: in.NS, exp: exp, itemExp: blobExp, parts: parts}
 	return p, nil
 }
 

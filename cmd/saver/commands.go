@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
+	"strings"
 
 	"github.com/saver-dev/saver/bolt"
 )
@@ -40,7 +43,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	cmd, ok := commands[name]
 	if !ok {
-		return fmt.Errorf("unknown command %q; commands: serve, init, gc, migrate, inspect, version", name)
+		return fmt.Errorf("unknown command %q; commands: %s", name, strings.Join(slices.Sorted(maps.Keys(commands)), ", "))
 	}
 	return cmd(ctx, invocation{args: args, getenv: getenv, stdout: stdout, stderr: stderr})
 }

@@ -154,12 +154,20 @@ func canceledCode(e *types.TransactionCanceledException) string {
 				return saver.ETOOLARGE
 			}
 			code = ""
-		case "TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded", "RequestLimitExceeded":
+		case "TransactionConflict":
 		default:
-			code = ""
+			if !throttlingReasons[c] {
+				code = ""
+			}
 		}
 	}
 	return code
+}
+
+// throttlingReasons are the cancellation reasons of a transaction that
+// throttling cancelled: the retryer retries them, and they are EUNAVAILABLE.
+var throttlingReasons = map[string]bool{
+	"ThrottlingError": true, "ProvisionedThroughputExceeded": true, "RequestLimitExceeded": true,
 }
 
 func deref(s *string) string {

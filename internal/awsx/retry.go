@@ -61,8 +61,7 @@ func throttledCancel(err error) aws.Ternary {
 		return aws.UnknownTernary
 	}
 	for _, r := range e.CancellationReasons {
-		switch deref(r.Code) {
-		case "ThrottlingError", "ProvisionedThroughputExceeded", "RequestLimitExceeded":
+		if throttlingReasons[deref(r.Code)] {
 			return aws.TrueTernary
 		}
 	}
