@@ -46,26 +46,26 @@ func eachEngine(t *testing.T, fn func(t *testing.T, open func(tb testing.TB, opt
 
 func TestStore(t *testing.T) {
 	eachEngine(t, func(t *testing.T, open func(tb testing.TB, opts ...bolt.Option) *bolt.Store) {
-		t.Run("Private", func(t *testing.T) {
-			storetest.Run(t, func(t *testing.T) saver.Store { return open(t) })
-		})
-		// Every subtest in one store, as a shared DynamoDB table would be.
-		t.Run("Shared", func(t *testing.T) {
-			shared := open(t)
-			storetest.Run(t, func(t *testing.T) saver.Store { return shared })
-		})
+		privateAndShared(t, open, storetest.Run, func(s *bolt.Store) saver.Store { return s })
 	})
 }
 
 func TestTree(t *testing.T) {
 	eachEngine(t, func(t *testing.T, open func(tb testing.TB, opts ...bolt.Option) *bolt.Store) {
-		t.Run("Private", func(t *testing.T) {
-			storetest.RunTree(t, func(t *testing.T) storetest.TreeStore { return open(t) })
-		})
-		t.Run("Shared", func(t *testing.T) {
-			shared := open(t)
-			storetest.RunTree(t, func(t *testing.T) storetest.TreeStore { return shared })
-		})
+		privateAndShared(t, open, storetest.RunTree, func(s *bolt.Store) storetest.TreeStore { return s })
+	})
+}
+
+// privateAndShared runs a contract with a store for every subtest, then
+// with one store for all of them, as a shared DynamoDB table would be.
+func privateAndShared[S any](t *testing.T, open func(tb testing.TB, opts ...bolt.Option) *bolt.Store,
+	run func(*testing.T, func(*testing.T) S), as func(*bolt.Store) S) {
+	t.Run("Private", func(t *testing.T) {
+		run(t, func(t *testing.T) S { return as(open(t)) })
+	})
+	t.Run("Shared", func(t *testing.T) {
+		shared := as(open(t))
+		run(t, func(*testing.T) S { return shared })
 	})
 }
 

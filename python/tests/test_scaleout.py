@@ -42,7 +42,7 @@ from urllib.parse import urlsplit
 import httpx
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import StateGraph
 from langgraph.types import StateSnapshot
 from typing_extensions import TypedDict
 
@@ -51,7 +51,7 @@ from saver_client import HTTPSaver
 from helpers import history_sig
 from support.acklog import AckLog, assert_live_path, verify
 from support.figures import dynamodb_only, report
-from support.load import drive
+from support.load import FAN, chain_names, drive, wire_chain
 from support.processes import ServiceProcess, wait_until
 from support.proxy import SpreadProxy
 from support.recording import RecordingSaver
@@ -99,20 +99,9 @@ def scaleout_graph(checkpointer: Any, once: Once, effects: Counter[tuple[str, st
         return run
 
     g = StateGraph(State)
-    names = [f"s{i:02d}" for i in range(STEPS)]
-    fan = ["f0", "f1", "f2"]
-    for n in names + fan:
+    for n in [*chain_names(STEPS), *FAN]:
         g.add_node(n, node(n))  # type: ignore[call-overload]
-    g.add_edge(START, names[0])
-    mid = STEPS // 2
-    for a, b in zip(names, names[1:]):
-        if a == names[mid]:
-            for f in fan:
-                g.add_edge(a, f)
-            g.add_edge(fan, b)
-        else:
-            g.add_edge(a, b)
-    g.add_edge(names[-1], END)
+    wire_chain(g, STEPS)
     return g.compile(checkpointer=checkpointer)
 
 
@@ -319,7 +308,7 @@ def test_three_replicas_one_killed(
                     abandoned += assert_live_path(reader, config, STEPS, log)
 
     # Every side effect exactly once.
-    nodes = [f"s{i:02d}" for i in range(STEPS)] + ["f0", "f1", "f2"]
+    nodes = [*chain_names(STEPS), *FAN]
     want_effects = {(c["configurable"]["thread_id"], n) for c, _ in load.completed for n in nodes}
     assert set(load.effects) == want_effects, "side effects of runs that never completed, or missing"
     repeated = {k: n for k, n in load.effects.items() if n != 1}

@@ -49,23 +49,37 @@ def load_graph(
         return run
 
     g = StateGraph(RunState)
-    names = [f"s{i:02d}" for i in range(steps)]
-    fan = ["f0", "f1", "f2"]
-    for n in names:
+    for n in chain_names(steps):
         g.add_node(n, node(n, True))  # type: ignore[call-overload]
-    for n in fan:
+    for n in FAN:
         g.add_node(n, node(n, False))  # type: ignore[call-overload]
+    wire_chain(g, steps)
+    return g.compile(checkpointer=saver)
+
+
+FAN = ("f0", "f1", "f2")
+"""The fan-out of a load graph: three nodes run in parallel mid-chain."""
+
+
+def chain_names(steps: int) -> list[str]:
+    """The chain's nodes of a load graph of `steps` steps."""
+    return [f"s{i:02d}" for i in range(steps)]
+
+
+def wire_chain(g: StateGraph[Any], steps: int) -> None:
+    """Wires the load graphs' shape, whose nodes g has: a chain of `steps`
+    nodes, with FAN run in parallel after the middle one."""
+    names = chain_names(steps)
     g.add_edge(START, names[0])
-    mid = steps // 2
+    mid = names[steps // 2]
     for a, b in zip(names, names[1:]):
-        if a == names[mid]:
-            for f in fan:
+        if a == mid:
+            for f in FAN:
                 g.add_edge(a, f)
-            g.add_edge(fan, b)
+            g.add_edge(list(FAN), b)
         else:
             g.add_edge(a, b)
     g.add_edge(names[-1], END)
-    return g.compile(checkpointer=saver)
 
 
 def expected_run(steps: int = 10, payload: int = 64) -> dict[str, Any]:
