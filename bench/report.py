@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -249,20 +250,27 @@ def targets(r: dict[str, Any]) -> list[dict[str, Any]]:
         met = ratio >= limit if higher else ratio <= limit
         out.append({"target": name, "ratio": ratio, "limit": limit, "met": met, "detail": detail})
 
+    def compare(name: str, limit: float, values: Callable[[], tuple[float, float]],
+                detail: Callable[[float, float], str] = lambda a, b: f"{a:.2f} ms vs {b:.2f} ms") -> None:
+        """A target on the ratio of two figures, "not measured" under the same
+        name when either is missing."""
+        try:
+            a, b = values()
+            add(name, a / b, limit, detail(a, b))
+        except (KeyError, TypeError, ZeroDivisionError):
+            add(name, None, limit, "")
+
+    def per_turn(a: float, b: float) -> str:
+        return f"{a:.2f} ms vs {b:.2f} ms per turn"
+
     g = r.get("graphs") or {}
-    try:
-        a, b = g["ours_dynamo"]["chat_ms_per_turn"], g["aws"]["chat_ms_per_turn"]
-        add("(b) chat on DynamoDB: time per turn <= 0.5x DynamoDBSaver", a / b, 0.5,
-            f"{a:.2f} ms vs {b:.2f} ms per turn")
-    except (KeyError, TypeError, ZeroDivisionError):
-        add("(b) chat on DynamoDB: time per turn <= 0.5x DynamoDBSaver", None, 0.5, "")
     st = r.get("storage") or {}
-    try:
-        a, b = st["ours_dynamo"]["last"]["item_bytes"], st["aws"]["last"]["item_bytes"]
-        add("(b) bytes written at turn 50 <= 0.2x DynamoDBSaver", a / b, 0.2,
-            f"{a:,} B vs {b:,} B of items")
-    except (KeyError, TypeError, ZeroDivisionError):
-        add("(b) bytes written at turn 50 <= 0.2x DynamoDBSaver", None, 0.2, "")
+    ops = r.get("ops") or {}
+    compare("(b) chat on DynamoDB: time per turn <= 0.5x DynamoDBSaver", 0.5,
+            lambda: (g["ours_dynamo"]["chat_ms_per_turn"], g["aws"]["chat_ms_per_turn"]), per_turn)
+    compare("(b) bytes written at turn 50 <= 0.2x DynamoDBSaver", 0.2,
+            lambda: (st["ours_dynamo"]["last"]["item_bytes"], st["aws"]["last"]["item_bytes"]),
+            lambda a, b: f"{a:,} B vs {b:,} B of items")
     gr = r.get("growth") or {}
     for s in ("ours_bolt", "ours_dynamo"):
         pts = gr.get(s) or {}
@@ -273,46 +281,25 @@ def targets(r: dict[str, Any]) -> list[dict[str, Any]]:
                 f"{hi:.2f} ms vs {lo:.2f} ms")
         else:
             add(f"{SAVERS[s]}: get_tuple(latest) growth <= 1.3x", None, 1.3, "")
-    ops = r.get("ops") or {}
-    for op in ("put", "put_writes", "get_tuple", "list"):
-        try:
-            a = ops["ours_bolt"]["1"][op]["p50_ms"]
-            b = ops["sqlite"]["1"][op]["p50_ms"]
-            add(f"embedded: {op} p50 (1 caller) <= 2x SqliteSaver", a / b, 2.0, f"{a:.3f} ms vs {b:.3f} ms")
-        except (KeyError, TypeError, ZeroDivisionError):
-            add(f"embedded: {op} p50 <= 2x SqliteSaver", None, 2.0, "")
-    try:
-        a, b = g["ours_bolt"]["seq_ms_per_step"], g["postgres"]["seq_ms_per_step"]
-        add("embedded: graph (a) <= 1.5x PostgresSaver", a / b, 1.5, f"{a:.2f} ms vs {b:.2f} ms per superstep")
-    except (KeyError, TypeError, ZeroDivisionError):
-        add("embedded: graph (a) <= 1.5x PostgresSaver", None, 1.5, "")
-    # The hop's cost: HTTPSaver against PostgresSaver, the networked peer.
+    # Per operation at one caller: against in-process SQLite, and against
+    # PostgresSaver, the networked peer (the hop's cost).
+    for anchor, label, limits in (
+        ("sqlite", "SqliteSaver", {"put": "2", "put_writes": "2", "get_tuple": "2", "list": "2"}),
+        ("postgres", "PostgresSaver", {"put": "1.5", "put_writes": "1.5", "get_tuple": "1.0", "list": "1.0"}),
+    ):
+        for op, limit in limits.items():
+            compare(f"embedded: {op} p50 (1 caller) <= {limit}x {label}", float(limit),
+                    lambda op=op, anchor=anchor: (ops["ours_bolt"]["1"][op]["p50_ms"], ops[anchor]["1"][op]["p50_ms"]),
+                    lambda a, b: f"{a:.3f} ms vs {b:.3f} ms")
     for key, what in (("seq_ms_per_step", "graph (a) per superstep"), ("chat_ms_per_turn", "chat (b) per turn")):
-        try:
-            a, b = g["ours_bolt"][key], g["postgres"][key]
-            add(f"embedded: {what} <= 1.2x PostgresSaver", a / b, 1.2, f"{a:.2f} ms vs {b:.2f} ms")
-        except (KeyError, TypeError, ZeroDivisionError):
-            add(f"embedded: {what} <= 1.2x PostgresSaver", None, 1.2, "")
-    try:
-        a, b = g["ours_bolt"]["chat_cpu_client_ms"], g["postgres"]["chat_cpu_client_ms"]
-        add("embedded: client CPU per chat turn <= 1.0x PostgresSaver's Python CPU", a / b, 1.0,
-            f"{a:.2f} ms vs {b:.2f} ms")
-    except (KeyError, TypeError, ZeroDivisionError):
-        add("embedded: client CPU per chat turn <= 1.0x PostgresSaver's Python CPU", None, 1.0, "")
-    for op, limit in (("put", 1.5), ("put_writes", 1.5), ("get_tuple", 1.0), ("list", 1.0)):
-        try:
-            a = ops["ours_bolt"]["1"][op]["p50_ms"]
-            b = ops["postgres"]["1"][op]["p50_ms"]
-            add(f"embedded: {op} p50 (1 caller) <= {limit}x PostgresSaver", a / b, limit, f"{a:.3f} ms vs {b:.3f} ms")
-        except (KeyError, TypeError, ZeroDivisionError):
-            add(f"embedded: {op} p50 (1 caller) <= {limit}x PostgresSaver", None, limit, "")
-    try:
-        a, b = st["ours_dynamo"]["rtt_ms_per_turn"], st["aws"]["rtt_ms_per_turn"]
-        added = st["ours_dynamo"].get("rtt_added_ms")
-        add(f"(b) chat on DynamoDB, {added} ms added per request: time per turn <= 0.5x DynamoDBSaver", a / b, 0.5,
-            f"{a:.2f} ms vs {b:.2f} ms per turn")
-    except (KeyError, TypeError, ZeroDivisionError):
-        add("(b) chat on DynamoDB, with a round trip per request: time per turn <= 0.5x DynamoDBSaver", None, 0.5, "")
+        compare(f"embedded: {what} <= 1.2x PostgresSaver", 1.2,
+                lambda key=key: (g["ours_bolt"][key], g["postgres"][key]))
+    compare("embedded: client CPU per chat turn <= 1.0x PostgresSaver's Python CPU", 1.0,
+            lambda: (g["ours_bolt"]["chat_cpu_client_ms"], g["postgres"]["chat_cpu_client_ms"]))
+    added = (st.get("ours_dynamo") or {}).get("rtt_added_ms")
+    delay = f"{added} ms added" if added is not None else "a round trip added"
+    compare(f"(b) chat on DynamoDB, {delay} per request: time per turn <= 0.5x DynamoDBSaver", 0.5,
+            lambda: (st["ours_dynamo"]["rtt_ms_per_turn"], st["aws"]["rtt_ms_per_turn"]), per_turn)
     d = r.get("delta") or {}
     if d:
         last, first = d["marks"][-1], d["marks"][0]

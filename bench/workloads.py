@@ -475,13 +475,20 @@ def raw_get(addr: str, path: str) -> Callable[[], None]:
     sock = socket.create_connection((host, int(port)))
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     req = f"GET {path} HTTP/1.1\r\nHost: {addr}\r\n\r\n".encode()
+    sock.settimeout(10)
     buf = b""
+
+    def recv() -> bytes:
+        data = sock.recv(65536)
+        if not data:
+            raise ConnectionError(f"{addr} closed the connection")
+        return data
 
     def get() -> None:
         nonlocal buf
         sock.sendall(req)
         while b"\r\n\r\n" not in buf:
-            buf += sock.recv(65536)
+            buf += recv()
         head, _, rest = buf.partition(b"\r\n\r\n")
         length = 0
         for line in head.split(b"\r\n")[1:]:
@@ -489,7 +496,7 @@ def raw_get(addr: str, path: str) -> Callable[[], None]:
             if name.strip().lower() == b"content-length":
                 length = int(value)
         while len(rest) < length:
-            rest += sock.recv(65536)
+            rest += recv()
         buf = rest[length:]
 
     return get
