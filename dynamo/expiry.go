@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/saver-dev/saver"
 	"github.com/saver-dev/saver/internal/awsx"
@@ -107,13 +106,9 @@ func (s *Store) checkpointBlobs(ctx context.Context, ref saver.CheckpointRef, cp
 	var keys []item
 	proj := awsx.NewExpr("p")
 	fields := []string{proj.Name(attrPK), proj.Name(attrSK), proj.Name(attrExpiresAt), proj.Name(attrChannel), proj.Name(attrVersion), proj.Path(attrValue, payloadRef), proj.Name(attrChain)}
-	if m, ok := cp[attrVersions].(*types.AttributeValueMemberM); ok {
-		for ch, v := range m.Value {
-			if v, ok := v.(*types.AttributeValueMemberS); ok {
-				keys = append(keys, item{attrPK: attrS(pk), attrSK: attrS(blobKey(ref.NS, ch, v.Value))})
-				fields = append(fields, proj.Name(entryPrefix+ch))
-			}
-		}
+	for ch, v := range stringMap(cp[attrVersions]) {
+		keys = append(keys, item{attrPK: attrS(pk), attrSK: attrS(blobKey(ref.NS, ch, v))})
+		fields = append(fields, proj.Name(entryPrefix+ch))
 	}
 	proj.Text = strings.Join(fields, ", ")
 	found, err := s.table.BatchGet(ctx, append(keys, lkey), proj)

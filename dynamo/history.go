@@ -3,6 +3,7 @@ package dynamo
 import (
 	"context"
 	"fmt"
+	"maps"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -160,13 +161,7 @@ func (h *historyScan) add(it item) {
 		h.pending = append(h.pending, it)
 	case itemCheckpoint:
 		n := &histNode{key: getS(it, attrSK), id: id, parent: getS(it, attrParent), versions: map[string]string{}}
-		if m, ok := it[attrVersions].(*types.AttributeValueMemberM); ok {
-			for ch, v := range m.Value {
-				if v, ok := v.(*types.AttributeValueMemberS); ok {
-					n.versions[ch] = v.Value
-				}
-			}
-		}
+		maps.Copy(n.versions, stringMap(it[attrVersions]))
 		if m, ok := it[attrBrought].(*types.AttributeValueMemberM); ok {
 			n.brought = make(map[string]bool, len(m.Value))
 			for ch, v := range m.Value {

@@ -3,6 +3,7 @@ package dynamo
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"strconv"
 	"sync"
@@ -335,13 +336,7 @@ func decodeCheckpoint(tenant string, it item, l *loads) (*saver.Tuple, error) {
 	if err := l.payload(it[attrBody], &tup.Body); err != nil {
 		return nil, fmt.Errorf("checkpoint %s: %w", tup.ID, err)
 	}
-	if m, ok := it[attrVersions].(*types.AttributeValueMemberM); ok {
-		for ch, v := range m.Value {
-			if s, ok := v.(*types.AttributeValueMemberS); ok {
-				tup.ChannelVersions[ch] = s.Value
-			}
-		}
-	}
+	maps.Copy(tup.ChannelVersions, stringMap(it[attrVersions]))
 	md := map[string]any{}
 	if b, ok := it[attrMetadata].(*types.AttributeValueMemberB); ok && len(b.Value) > 0 {
 		if err := msgpack.Unmarshal(b.Value, &md); err != nil {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/saver-dev/saver"
 )
@@ -86,13 +85,8 @@ func decodeNode(threadID string, it item) saver.Node {
 		Source:   getS(it, attrSource),
 		Step:     getN(it, attrStep),
 	}
-	if m, ok := it[attrParents].(*types.AttributeValueMemberM); ok && len(m.Value) > 0 {
-		n.Parents = make(map[string]string, len(m.Value))
-		for ns, id := range m.Value {
-			if id, ok := id.(*types.AttributeValueMemberS); ok {
-				n.Parents[ns] = id.Value
-			}
-		}
+	if parents := stringMap(it[attrParents]); len(parents) > 0 {
+		n.Parents = parents
 	}
 	return n
 }
