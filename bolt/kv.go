@@ -58,6 +58,9 @@ type engine interface {
 	Close() error
 	// Name is the engine's name, for logs.
 	Name() string
+	// HasRoom reports whether the store's disk has room for writes again,
+	// once a write failed for want of it (space.go).
+	HasRoom() error
 }
 
 // errClosed is an engine used after Close.

@@ -40,15 +40,12 @@ func (s *Store) noteWrite(err error) {
 	}
 }
 
-// probeSpace writes and syncs spaceProbeBytes to a temporary file in the
-// store's directory, and removes it: the file system has room again when
-// that succeeds. The bytes are random, so that no compressing file system
-// stores them in less.
-func (s *Store) probeSpace() error {
-	if e, ok := s.db.(*pebbleEngine); ok {
-		return e.roomFor(0) // writes need the reserve free, nothing more
-	}
-	f, err := os.CreateTemp(filepath.Dir(s.path), ".saver-space-probe-*")
+// HasRoom for bbolt writes and syncs spaceProbeBytes to a temporary file in
+// the store's directory, and removes it: the file system has room again
+// when that succeeds. The bytes are random, so that no compressing file
+// system stores them in less.
+func (e *boltEngine) HasRoom() error {
+	f, err := os.CreateTemp(filepath.Dir(e.db.Path()), ".saver-space-probe-*")
 	if err != nil {
 		return err
 	}
@@ -61,3 +58,6 @@ func (s *Store) probeSpace() error {
 	}
 	return f.Sync()
 }
+
+// HasRoom for Pebble: writes need the reserve free, nothing more.
+func (e *pebbleEngine) HasRoom() error { return e.roomFor(0) }

@@ -313,7 +313,7 @@ func (s *Store) Close() error {
 // probes for space and returns EUNAVAILABLE until there is some.
 func (s *Store) Ping(ctx context.Context) error {
 	if s.full.Load() {
-		if err := s.probeSpace(); err != nil {
+		if err := s.db.HasRoom(); err != nil {
 			return translate("ping", err)
 		}
 		s.noteWrite(nil)
