@@ -143,7 +143,7 @@ BENCH_VENV ?= .cache/bench-venv
 BENCH_PY   := $(BENCH_VENV)/bin/python
 BENCH_BIN  := .cache/bench/bin
 
-$(BENCH_VENV)/.installed: bench/requirements.txt python/pyproject.toml
+$(BENCH_VENV)/.installed: bench/requirements.txt python/pyproject.toml python/constraints.txt
 	$(PYTHON) -m venv $(BENCH_VENV)
 	$(BENCH_PY) -m pip install -q -r bench/requirements.txt
 	$(BENCH_PY) -m pip install -q --no-deps -e python
