@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -139,10 +140,10 @@ func TestBodiesBudget_Shares(t *testing.T) {
 	}
 }
 
-// TestClientRequests: a client spread over many addresses, each under the
+// TestClientRequests: a tenant spread over many addresses, each under the
 // connection cap per address, could keep every connection busy. Past
 // MaxClientRequests in flight, its next request gets 503 with Retry-After
-// at once; another client's is served.
+// at once, whatever address it comes from; another client's is served.
 func TestClientRequests(t *testing.T) {
 	for _, tt := range clients {
 		t.Run(tt.name, func(t *testing.T) {
@@ -158,14 +159,23 @@ func TestClientRequests(t *testing.T) {
 			s.MaxClientRequests = 2
 			h := s.Handler()
 
+			// With keys, client a sends each request from an address of
+			// its own: the cap is the tenant's, wherever it connects from.
+			from := func(i int) *http.Request {
+				req := httptest.NewRequest("GET", "/v1/threads/slow/checkpoint", nil)
+				if tt.keys != nil {
+					req.RemoteAddr = fmt.Sprintf("198.51.100.%d:40000", i+1)
+				}
+				return req
+			}
 			var wg sync.WaitGroup
 			defer wg.Wait()
 			defer close(end)
-			for range 2 {
+			for i := range 2 {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					serve(h, httptest.NewRequest("GET", "/v1/threads/slow/checkpoint", nil), tt.a)
+					serve(h, from(i), tt.a)
 				}()
 				<-entered
 			}
@@ -174,7 +184,7 @@ func TestClientRequests(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				third <- serve(h, httptest.NewRequest("GET", "/v1/threads/slow/checkpoint", nil), tt.a)
+				third <- serve(h, from(2), tt.a)
 			}()
 			select {
 			case rec := <-third:
