@@ -19,48 +19,80 @@ import (
 // slowly holds them until BodyTimeout. A chunked body takes its bytes as
 // they arrive. They are given back when the request's handler returns, the
 // decoded values gone with it.
+//
+// Each client (see clientKey) may hold only its share of the budget: with
+// the budget alone, one tenant holding sixteen slow 32 MiB uploads made
+// every other tenant's puts wait and fail. Its bytes come from its share
+// first, so a client past it waits on its own bodies only, and the global
+// budget still bounds all clients together. A share below the budget
+// leaves room that one client can never take; many clients each at their
+// share can still fill it, and then wait as before.
 type bodyBudget struct {
-	sem   *semaphore.Weighted
-	limit int64
-	wait  time.Duration // for bytes others hold, before the request is refused
+	sem    *semaphore.Weighted
+	limit  int64
+	shares *shares       // nil: no share per client
+	wait   time.Duration // for bytes others hold, before the request is refused
 }
 
-func newBodyBudget(limit int64, wait time.Duration) *bodyBudget {
-	return &bodyBudget{sem: semaphore.NewWeighted(limit), limit: limit, wait: wait}
-}
-
-// take waits for n bytes of the budget: EUNAVAILABLE if they are not free
-// within the budget's wait.
-func (b *bodyBudget) take(ctx context.Context, n int64) error {
-	if b.sem.TryAcquire(n) {
-		return nil
+// newBodyBudget returns a budget of limit bytes of which one client may
+// hold share (0 or limit: all of it).
+func newBodyBudget(limit, share int64, wait time.Duration) *bodyBudget {
+	b := &bodyBudget{sem: semaphore.NewWeighted(limit), limit: limit, wait: wait}
+	if share > 0 && share < limit {
+		b.shares = newShares(share)
 	}
+	return b
+}
+
+// take waits for n bytes of client's share and of the budget:
+// EUNAVAILABLE if they are not free within the budget's wait.
+func (b *bodyBudget) take(ctx context.Context, client string, n int64) error {
 	ctx, cancel := context.WithTimeout(ctx, b.wait)
 	defer cancel()
+	if b.shares != nil {
+		if b.shares.acquire(ctx, client, n) != nil {
+			return saver.Errorf(saver.EUNAVAILABLE, "Your requests hold their share of %d request body bytes in memory; retry once some are answered.", b.shares.limit)
+		}
+	}
 	if b.sem.Acquire(ctx, n) != nil {
+		b.giveShare(client, n)
 		return saver.Errorf(saver.EUNAVAILABLE, "The service holds its limit of %d request body bytes in memory; retry.", b.limit)
 	}
 	return nil
 }
 
-// body takes the bytes of a body of length bytes (-1: unknown) and returns
-// it counted against the budget, with the function that gives its bytes
-// back. The caller has refused lengths over the budget (MaxBodyBytes).
-func (b *bodyBudget) body(ctx context.Context, r io.ReadCloser, length int64) (io.ReadCloser, func(), error) {
+// give returns n bytes client took.
+func (b *bodyBudget) give(client string, n int64) {
+	b.sem.Release(n)
+	b.giveShare(client, n)
+}
+
+func (b *bodyBudget) giveShare(client string, n int64) {
+	if b.shares != nil {
+		b.shares.release(client, n)
+	}
+}
+
+// body takes client's bytes for a body of length bytes (-1: unknown) and
+// returns it counted against the budget, with the function that gives its
+// bytes back. The caller has refused lengths over MaxBodyBytes, which the
+// budget and every share are at least.
+func (b *bodyBudget) body(ctx context.Context, client string, r io.ReadCloser, length int64) (io.ReadCloser, func(), error) {
 	if length >= 0 {
-		if err := b.take(ctx, length); err != nil {
+		if err := b.take(ctx, client, length); err != nil {
 			return nil, nil, err
 		}
-		return r, func() { b.sem.Release(length) }, nil
+		return r, func() { b.give(client, length) }, nil
 	}
-	cb := &chunkedBody{ReadCloser: r, ctx: ctx, budget: b}
-	return cb, func() { b.sem.Release(cb.held) }, nil
+	cb := &chunkedBody{ReadCloser: r, ctx: ctx, client: client, budget: b}
+	return cb, func() { b.give(client, cb.held) }, nil
 }
 
 // chunkedBody takes each read's bytes from the budget.
 type chunkedBody struct {
 	io.ReadCloser
 	ctx    context.Context
+	client string
 	budget *bodyBudget
 	held   int64
 }
@@ -70,7 +102,7 @@ func (c *chunkedBody) Read(p []byte) (int, error) {
 	if n == 0 {
 		return n, err
 	}
-	if err := c.budget.take(c.ctx, int64(n)); err != nil {
+	if err := c.budget.take(c.ctx, c.client, int64(n)); err != nil {
 		return n, err
 	}
 	c.held += int64(n)

@@ -256,3 +256,55 @@ func TestMalformedRequestLine(t *testing.T) {
 		})
 	}
 }
+
+// TestConnections_PerClient: one client holding every connection (re-used
+// within the idle timeout) made every other client's requests time out, at
+// a cap of 1,024 as at 64. An address past MaxConnsPerClient has its next
+// connections refused as soon as they are accepted, and another address is
+// served.
+func TestConnections_PerClient(t *testing.T) {
+	s := openServer(t, &mock.Store{}, func(s *api.Server) { s.MaxConns, s.MaxConnsPerClient = 8, 4 })
+	from := func(ip string) net.Conn {
+		t.Helper()
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 10 * time.Second}
+		c, err := d.Dial("tcp", s.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	// One client opens as many connections as the server has, keeping
+	// each one it is served on.
+	var refused []string
+	for i := range 8 {
+		c := from("127.0.0.1")
+		r := bufio.NewReader(c)
+		io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n") // a refused connection may be closed already
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		resp, err := http.ReadResponse(r, nil)
+		switch {
+		case i < 4 && (err != nil || resp.StatusCode != 200):
+			t.Fatalf("connection %d of the first client: %v %v, want 200", i+1, resp, err)
+		case i < 4:
+			io.Copy(io.Discard, resp.Body)
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			t.Errorf("connection %d of the first client, over its cap of 4, is neither served nor refused", i+1)
+		case err == nil && resp.StatusCode != http.StatusServiceUnavailable:
+			t.Errorf("connection %d of the first client, over its cap of 4: %d, want 503 or a close", i+1, resp.StatusCode)
+		case err == nil && resp.Header.Get("Retry-After") == "":
+			t.Errorf("connection %d of the first client: 503 without Retry-After", i+1)
+		case err == nil:
+			refused = append(refused, resp.Status)
+		default:
+			refused = append(refused, err.Error())
+		}
+	}
+	t.Logf("the first client's connections past its cap: %q", refused)
+	c := from("127.0.0.2")
+	start := time.Now()
+	if resp := get(t, c, bufio.NewReader(c), "/healthz"); resp.StatusCode != 200 {
+		t.Fatalf("another client: %d, want 200", resp.StatusCode)
+	}
+	t.Logf("another client served in %s", time.Since(start))
+}

@@ -71,11 +71,16 @@ func (s *Server) handleError(err error, c echo.Context) {
 }
 
 // rawErrorResponse is a whole HTTP/1.1 answer carrying detail, closing the
-// connection, for the errors net/http answers before any handler runs
-// (listener.go); every other error goes through handleError.
-func rawErrorResponse(status int, detail errorDetail) []byte {
+// connection, for the errors answered before any handler runs
+// (listener.go); every other error goes through handleError. Each of
+// headers is one more "Name: value" line.
+func rawErrorResponse(status int, detail errorDetail, headers ...string) []byte {
 	body, _ := json.Marshal(errorBody{Error: detail}) // strings always encode
-	return []byte("HTTP/1.1 " + strconv.Itoa(status) + " " + http.StatusText(status) + "\r\n" +
+	var extra string
+	for _, h := range headers {
+		extra += h + "\r\n"
+	}
+	return []byte("HTTP/1.1 " + strconv.Itoa(status) + " " + http.StatusText(status) + "\r\n" + extra +
 		"Content-Type: application/json\r\nConnection: close\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" +
 		string(body))
 }

@@ -6,16 +6,20 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/saver-dev/saver"
 )
 
-// listen wraps ln with the connection cap and, for plain HTTP, the rewriting
-// of net/http's own error answers (see conn).
+// listen wraps ln with the connection caps and, for plain HTTP, the
+// rewriting of net/http's own error answers (see conn).
 func (s *Server) listen(ln net.Listener, tls bool) net.Listener {
 	l := &listener{Listener: ln, rewrite: !tls, done: make(chan struct{})}
 	if s.MaxConns > 0 {
 		l.slots = make(chan struct{}, s.MaxConns)
+	}
+	if s.MaxConnsPerClient > 0 {
+		l.clients = newShares(int64(s.MaxConnsPerClient))
 	}
 	return l
 }
@@ -26,29 +30,66 @@ func (s *Server) listen(ln net.Listener, tls bool) net.Listener {
 // connections keep CloseWrite, with which net/http half-closes a connection
 // so that a client still sending a body over the limit reads its 413 rather
 // than a reset.
+//
+// It also caps the connections of each address (clients): with the global
+// cap alone, one client holding every connection open (re-used within the
+// idle timeout) left every other client waiting in the backlog until its
+// requests timed out. A connection past its address's cap is refused as
+// soon as it is accepted, never waited for: waiting would stop Accept for
+// every address behind it.
 type listener struct {
 	net.Listener
 	slots     chan struct{} // nil: no cap
+	clients   *shares       // connections per address; nil: no cap
 	rewrite   bool
 	done      chan struct{} // closed by Close, to end a waiting Accept
 	closeOnce sync.Once
 }
 
 func (l *listener) Accept() (net.Conn, error) {
-	if l.slots != nil {
-		select {
-		case l.slots <- struct{}{}:
-		case <-l.done:
-			return nil, net.ErrClosed
+	for {
+		if l.slots != nil {
+			select {
+			case l.slots <- struct{}{}:
+			case <-l.done:
+				return nil, net.ErrClosed
+			}
 		}
+		c, err := l.Listener.Accept()
+		if err != nil {
+			l.release()
+			return nil, err
+		}
+		client := remoteHost(c.RemoteAddr().String())
+		if l.clients != nil && !l.clients.tryAcquire(client, 1) {
+			l.refuse(c)
+			l.release()
+			continue
+		}
+		return &conn{Conn: c, l: l, client: client}, nil
 	}
-	c, err := l.Listener.Accept()
-	if err != nil {
-		l.release()
-		return nil, err
-	}
-	return &conn{Conn: c, l: l}, nil
 }
+
+// refuse closes a connection over its address's cap. On plain HTTP it first
+// writes a 503, which a client reads if it had not sent its request yet
+// (closing with a request unread resets the connection, as a refusal should
+// anyway). The write goes to an empty send buffer, so it does not wait; the
+// deadline makes sure of that, since the loop that accepts every client's
+// connections is waiting on it.
+func (l *listener) refuse(c net.Conn) {
+	if l.rewrite {
+		c.SetWriteDeadline(time.Now().Add(refuseWriteTimeout))
+		c.Write(refusal)
+	}
+	c.Close()
+}
+
+const refuseWriteTimeout = 10 * time.Millisecond
+
+var refusal = rawErrorResponse(http.StatusServiceUnavailable, errorDetail{
+	Code:    saver.EUNAVAILABLE,
+	Message: "This address holds its limit of open connections; reuse one, or retry once one closes.",
+}, "Retry-After: "+retryAfterSeconds)
 
 func (l *listener) release() {
 	if l.slots != nil {
@@ -72,12 +113,18 @@ func (l *listener) Close() error {
 type conn struct {
 	net.Conn
 	l         *listener
+	client    string // its remote address's host
 	closeOnce sync.Once
 }
 
 func (c *conn) Close() error {
 	err := c.Conn.Close()
-	c.closeOnce.Do(c.l.release)
+	c.closeOnce.Do(func() {
+		if c.l.clients != nil {
+			c.l.clients.release(c.client, 1)
+		}
+		c.l.release()
+	})
 	return err
 }
 

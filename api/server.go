@@ -40,6 +40,14 @@ const (
 	// Long enough for a burst of large puts to drain, short enough that
 	// the client's retry comes soon.
 	DefaultMaxBodiesWait = 5 * time.Second
+	// A quarter of the bodies budget: four bodies of the largest size. One
+	// client at its share leaves three quarters to the others.
+	DefaultMaxClientBodiesBytes = DefaultMaxBodiesBytes / 4
+	// An eighth of the connections: one address cannot hold more, so
+	// seven eighths stay reachable for other addresses.
+	DefaultMaxConnsPerClient = DefaultMaxConns / 8
+	// A quarter of the connections busy with one client's requests at once.
+	DefaultMaxClientRequests = DefaultMaxConns / 4
 )
 
 // Pinger is implemented by stores that can tell whether their backend answers.
@@ -94,8 +102,19 @@ type Server struct {
 	// then gets 503 with Retry-After. Raised to MaxBodyBytes if lower
 	// (cmd/saver refuses such a setting); 0: no cap.
 	MaxBodiesBytes int64
+	// MaxClientBodiesBytes is the share of MaxBodiesBytes one client (its
+	// tenant; without Keys, its address) may hold, so that one client's
+	// uploads delay only its own: past it, the client's request waits
+	// MaxBodiesWait for its own bodies to be answered, then gets 503.
+	// Raised to MaxBodyBytes if lower; 0, or MaxBodiesBytes or more: no
+	// share.
+	MaxClientBodiesBytes int64
 	// MaxBodiesWait is how long a request waits for body bytes others hold.
 	MaxBodiesWait time.Duration
+	// MaxClientRequests caps the requests one client (as for
+	// MaxClientBodiesBytes) has in flight; past it a request gets 503 at
+	// once. 0: no cap.
+	MaxClientRequests int
 	// PageSize caps the tuples of one search response.
 	PageSize int
 	// RequestTimeout bounds the store work of one request.
@@ -109,6 +128,12 @@ type Server struct {
 	// MaxConns caps open connections; further ones wait to be accepted
 	// until one closes. 0: no cap.
 	MaxConns int
+	// MaxConnsPerClient caps the connections open from one address: one
+	// past it is closed as soon as it is accepted (on plain HTTP after a
+	// 503), so one client cannot hold every connection. Behind a load
+	// balancer or proxy every client has its address: set 0 (no cap), or
+	// the balancer's connections are refused.
+	MaxConnsPerClient int
 	// TTL turns a thread's scope into expiry times.
 	TTL ttl.Policy
 	// Now is the clock for expiry times; tests replace it.
@@ -125,11 +150,12 @@ type Server struct {
 	// request is DefaultTenant's (cmd/saver allows that on loopback only).
 	Keys *Keys
 
-	echo   *echo.Echo
-	labels routeLabels
-	bodies *bodyBudget // nil without MaxBodiesBytes
-	server *http.Server
-	ln     net.Listener
+	echo     *echo.Echo
+	labels   routeLabels
+	bodies   *bodyBudget // nil without MaxBodiesBytes
+	requests *shares     // nil without MaxClientRequests
+	server   *http.Server
+	ln       net.Listener
 }
 
 // routeLabels are the routes and methods the server serves: the only values
@@ -170,16 +196,21 @@ func NewServer(store saver.Store, logger *slog.Logger) *Server {
 		MaxBodyBytes:   DefaultMaxBodyBytes,
 		MaxBodiesBytes: DefaultMaxBodiesBytes,
 		MaxBodiesWait:  DefaultMaxBodiesWait,
+
 		PageSize:       DefaultPageSize,
 		RequestTimeout: DefaultRequestTimeout,
 		TTL:            ttl.DefaultPolicy(),
 		Now:            time.Now,
+
+		MaxClientBodiesBytes: DefaultMaxClientBodiesBytes,
+		MaxClientRequests:    DefaultMaxClientRequests,
 
 		ReadHeaderTimeout: DefaultReadHeaderTimeout,
 		BodyTimeout:       DefaultBodyTimeout,
 		WriteTimeout:      DefaultWriteTimeout,
 		IdleTimeout:       DefaultIdleTimeout,
 		MaxConns:          DefaultMaxConns,
+		MaxConnsPerClient: DefaultMaxConnsPerClient,
 	}
 	return s
 }
@@ -189,7 +220,14 @@ func NewServer(store saver.Store, logger *slog.Logger) *Server {
 func (s *Server) Handler() http.Handler {
 	if s.echo == nil {
 		if s.MaxBodiesBytes > 0 {
-			s.bodies = newBodyBudget(max(s.MaxBodiesBytes, s.MaxBodyBytes), s.MaxBodiesWait)
+			share := s.MaxClientBodiesBytes
+			if share > 0 {
+				share = max(share, s.MaxBodyBytes)
+			}
+			s.bodies = newBodyBudget(max(s.MaxBodiesBytes, s.MaxBodyBytes), share, s.MaxBodiesWait)
+		}
+		if s.MaxClientRequests > 0 {
+			s.requests = newShares(int64(s.MaxClientRequests))
 		}
 		s.echo = s.newEcho()
 		s.labels = newRouteLabels(s.echo.Routes()) // every route, wherever registered
@@ -282,7 +320,8 @@ func (s *Server) newEcho() *echo.Echo {
 	if s.Tree != nil {
 		s.registerUIRoutes(e)
 	}
-	v1 := e.Group("/v1", s.authenticate)
+	// What a client may hold is counted once it is named, by its tenant.
+	v1 := e.Group("/v1", s.authenticate, s.limitRequests, s.budgetBody)
 	s.registerCheckpointRoutes(v1)
 	s.registerThreadRoutes(v1)
 	if s.Tree != nil {
@@ -299,11 +338,10 @@ func (s *Server) newEcho() *echo.Echo {
 
 // limitBody caps the bytes read from a body; the decoder reports the overrun
 // as ETOOLARGE. A declared Content-Length over the cap is refused up front.
-// The body's bytes count against the bytes all bodies may hold at once
-// (bodyBudget) until the handler returns.
 // A body must also arrive within BodyTimeout: a connection read deadline,
 // which bind lifts once the body is in (a slow upload otherwise held its
-// connection for as long as the client liked).
+// connection for as long as the client liked). Both hold on every route;
+// the bodies budget is taken later, once the client is known (budgetBody).
 func (s *Server) limitBody(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		req := c.Request()
@@ -317,14 +355,6 @@ func (s *Server) limitBody(next echo.HandlerFunc) echo.HandlerFunc {
 			case !errors.Is(err, http.ErrNotSupported): // httptest's recorder has no connection
 				return fmt.Errorf("api: body deadline: %w", err)
 			}
-		}
-		if s.bodies != nil && req.ContentLength != 0 {
-			body, release, err := s.bodies.body(req.Context(), req.Body, req.ContentLength)
-			if err != nil {
-				return err
-			}
-			defer release()
-			req.Body = body
 		}
 		req.Body = http.MaxBytesReader(c.Response(), req.Body, s.MaxBodyBytes)
 		return next(c)

@@ -36,6 +36,14 @@ type Config struct {
 	PageSize        int           // tuples per search page
 	RequestTimeout  time.Duration // store work per request
 	ShutdownTimeout time.Duration // how long SIGTERM waits for in-flight requests
+
+	// What one client (its tenant; without keys, its address) may hold;
+	// Auto: a fraction of the limit above it (see ClientBodies and the
+	// others), so that lowering that limit lowers them too.
+	MaxClientBodiesBytes int64 // of MaxBodiesBytes
+	MaxClientRequests    int   // requests in flight
+	MaxConnsPerClient    int   // open connections of one address
+
 	// Connection limits (api.Server's fields of the same names).
 	ReadHeaderTimeout, BodyTimeout, WriteTimeout, IdleTimeout time.Duration
 	MaxConns                                                  int
@@ -76,6 +84,10 @@ func DefaultConfig() Config {
 		IdleTimeout:       api.DefaultIdleTimeout,
 		MaxConns:          api.DefaultMaxConns,
 
+		MaxClientBodiesBytes: Auto,
+		MaxClientRequests:    Auto,
+		MaxConnsPerClient:    Auto,
+
 		LogLevel:     "info",
 		LogFormat:    "text",
 		TTL:          ttl.DefaultPolicy(),
@@ -85,6 +97,40 @@ func DefaultConfig() Config {
 		SweepGrace:   time.Hour,
 		Metrics:      true,
 	}
+}
+
+// Auto is the value of a per-client limit that follows the limit of all
+// clients: an operator who lowers max-conns to 64 gets 8 connections per
+// address without setting that too, never a per-client limit above the
+// whole.
+const Auto = -1
+
+// ClientBodies is what MaxClientBodiesBytes comes to: Auto is a quarter of
+// max-bodies, at least one body, so that one client at its share leaves
+// three quarters to the others.
+func (c *Config) ClientBodies() int64 {
+	if c.MaxClientBodiesBytes == Auto {
+		return max(c.MaxBodiesBytes/4, c.MaxBodyBytes)
+	}
+	return c.MaxClientBodiesBytes
+}
+
+// ClientRequests is what MaxClientRequests comes to: Auto is a quarter of
+// max-conns, at least one.
+func (c *Config) ClientRequests() int {
+	if c.MaxClientRequests == Auto {
+		return max(c.MaxConns/4, 1)
+	}
+	return c.MaxClientRequests
+}
+
+// ConnsPerClient is what MaxConnsPerClient comes to: Auto is an eighth of
+// max-conns, at least one.
+func (c *Config) ConnsPerClient() int {
+	if c.MaxConnsPerClient == Auto {
+		return max(c.MaxConns/8, 1)
+	}
+	return c.MaxConnsPerClient
 }
 
 // envVar describes one setting: its variable, flag and help. The table is the
@@ -150,6 +196,24 @@ func settings() []envVar {
 			c.MaxBodiesBytes = n
 			return nil
 		}, func(c *Config) string { return strconv.FormatInt(c.MaxBodiesBytes, 10) })
+	add("SAVER_MAX_CLIENT_BODIES", "max-client-bodies", "most request body bytes one client (its tenant; without keys, its address) holds at once, between max-body and max-bodies; past it only that client's requests wait, then get 503; 0: no share",
+		func(c *Config, v string) error {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < 0 {
+				return fmt.Errorf("not a byte count: %q", v)
+			}
+			c.MaxClientBodiesBytes = n
+			return nil
+		}, autoGet(func(c *Config) int64 { return c.MaxClientBodiesBytes }, "max-bodies/4"))
+	add("SAVER_MAX_CLIENT_REQUESTS", "max-client-requests", "most requests one client (its tenant; without keys, its address) has in flight; past it a request gets 503 at once; 0: no cap",
+		func(c *Config, v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return fmt.Errorf("not a count: %q", v)
+			}
+			c.MaxClientRequests = n
+			return nil
+		}, autoGet(func(c *Config) int64 { return int64(c.MaxClientRequests) }, "max-conns/4"))
 	add("SAVER_PAGE_SIZE", "page-size", "most checkpoints in one list response",
 		func(c *Config, v string) error {
 			n, err := strconv.Atoi(v)
@@ -180,6 +244,15 @@ func settings() []envVar {
 			c.MaxConns = n
 			return nil
 		}, func(c *Config) string { return strconv.Itoa(c.MaxConns) })
+	add("SAVER_MAX_CONNS_PER_CLIENT", "max-conns-per-client", "most open connections from one address, at most max-conns; one past it is closed at once (503); 0: no cap, as behind a load balancer, where every client has the balancer's address",
+		func(c *Config, v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return fmt.Errorf("not a count: %q", v)
+			}
+			c.MaxConnsPerClient = n
+			return nil
+		}, autoGet(func(c *Config) int64 { return int64(c.MaxConnsPerClient) }, "max-conns/8"))
 	add("SAVER_DEFAULT_SCOPE", "default-scope", "retention scope of threads whose client names none: session or persistent",
 		func(c *Config, v string) error { c.TTL.Default = saver.Scope(v); return nil },
 		func(c *Config) string { return string(c.TTL.Default) })
@@ -256,6 +329,16 @@ func settings() []envVar {
 	return out
 }
 
+// autoGet shows a per-client limit: its number, or auto, what Auto means.
+func autoGet(v func(*Config) int64, auto string) func(*Config) string {
+	return func(c *Config) string {
+		if n := v(c); n != Auto {
+			return strconv.FormatInt(n, 10)
+		}
+		return auto
+	}
+}
+
 // ConfigFromEnv returns the defaults overridden by the environment.
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	c := DefaultConfig()
@@ -310,6 +393,11 @@ func (c *Config) Validate() error {
 	if c.MaxBodiesBytes < c.MaxBodyBytes {
 		errs = append(errs, fmt.Errorf("max-bodies %d: must be at least max-body (%d)", c.MaxBodiesBytes, c.MaxBodyBytes))
 	}
+	// A client's share is at least one body, or it could never send one;
+	// a share of all of it is no share, which 0 says plainly.
+	if n := c.ClientBodies(); n != 0 && (n < c.MaxBodyBytes || n > c.MaxBodiesBytes) {
+		errs = append(errs, fmt.Errorf("max-client-bodies %d: must be between max-body (%d) and max-bodies (%d), or 0 for no share", n, c.MaxBodyBytes, c.MaxBodiesBytes))
+	}
 	if c.PageSize < 1 || c.PageSize > 1000 {
 		errs = append(errs, fmt.Errorf("page-size %d: must be between 1 and 1000", c.PageSize))
 	}
@@ -323,6 +411,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxConns < 1 {
 		errs = append(errs, fmt.Errorf("max-conns %d: must be at least 1", c.MaxConns))
+	}
+	if n := c.ConnsPerClient(); n > c.MaxConns {
+		errs = append(errs, fmt.Errorf("max-conns-per-client %d: must be at most max-conns (%d), or 0 for no cap", n, c.MaxConns))
 	}
 	if c.SweepEvery < 0 {
 		errs = append(errs, errors.New("sweep-every must not be negative"))

@@ -45,6 +45,18 @@ func TestConfigFromEnv(t *testing.T) {
 		{"BodiesBudget", map[string]string{"SAVER_MAX_BODIES": "1048576"}, []string{"-max-body", "65536"},
 			func(c Config) bool { return c.MaxBodiesBytes == 1<<20 && c.MaxBodyBytes == 64<<10 }, ""},
 		{"BodiesBudgetUnderOneBody", map[string]string{"SAVER_MAX_BODIES": "1024"}, nil, nil, "max-bodies 1024: must be at least max-body"},
+		{"ClientLimitsFollowTheWhole", map[string]string{"SAVER_MAX_CONNS": "64"}, nil,
+			func(c Config) bool {
+				return c.ConnsPerClient() == 8 && c.ClientRequests() == 16 && c.ClientBodies() == c.MaxBodiesBytes/4
+			}, ""},
+		{"ClientLimitsSet", map[string]string{"SAVER_MAX_CONNS_PER_CLIENT": "0"}, []string{"-max-client-requests", "5", "-max-body", "65536", "-max-client-bodies", "65536"},
+			func(c Config) bool {
+				return c.ConnsPerClient() == 0 && c.ClientRequests() == 5 && c.ClientBodies() == 64<<10
+			}, ""},
+		{"ClientBodiesUnderOneBody", nil, []string{"-max-client-bodies", "1024"}, nil, "max-client-bodies 1024: must be between max-body"},
+		{"ClientBodiesOverAll", nil, []string{"-max-bodies", "67108864", "-max-client-bodies", "67108865"}, nil, "max-client-bodies 67108865"},
+		{"ConnsPerClientOverAll", nil, []string{"-max-conns", "4", "-max-conns-per-client", "5"}, nil, "max-conns-per-client 5: must be at most max-conns"},
+		{"NegativeClientRequests", nil, []string{"-max-client-requests", "-1"}, nil, "not a count"},
 		{"StrayArgument", nil, []string{"extra"}, nil, "unexpected arguments"},
 		{"UnknownFlag", nil, []string{"-nope"}, nil, "not defined"},
 	}

@@ -185,11 +185,12 @@ func (m *Main) newServer(store saver.Store, caps api.Capabilities) *api.Server {
 	s.Capabilities = caps
 	s.TLSCert, s.TLSKey = m.Config.TLSCert, m.Config.TLSKey
 	s.MaxBodyBytes, s.MaxBodiesBytes = m.Config.MaxBodyBytes, m.Config.MaxBodiesBytes
+	s.MaxClientBodiesBytes, s.MaxClientRequests = m.Config.ClientBodies(), m.Config.ClientRequests()
 	s.PageSize = m.Config.PageSize
 	s.RequestTimeout = m.Config.RequestTimeout
 	s.ReadHeaderTimeout, s.BodyTimeout = m.Config.ReadHeaderTimeout, m.Config.BodyTimeout
 	s.WriteTimeout, s.IdleTimeout = m.Config.WriteTimeout, m.Config.IdleTimeout
-	s.MaxConns = m.Config.MaxConns
+	s.MaxConns, s.MaxConnsPerClient = m.Config.MaxConns, m.Config.ConnsPerClient()
 	s.TTL = m.Config.TTL
 	return s
 }

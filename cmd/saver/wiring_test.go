@@ -150,3 +150,16 @@ func TestAWSStoreCapabilities(t *testing.T) {
 		t.Fatalf("routes of the production store mismatch (-embedded +production):\n%s", diff)
 	}
 }
+
+// TestWiringClientLimits: the server gets what each per-client limit comes
+// to, Auto ones following the limits of all clients.
+func TestWiringClientLimits(t *testing.T) {
+	m := NewMain(io.Discard)
+	m.initLogger()
+	m.Config.MaxConns, m.Config.MaxBodiesBytes = 64, 256<<20
+	s := m.newServer(nil, api.Capabilities{})
+	if s.MaxConnsPerClient != 8 || s.MaxClientRequests != 16 || s.MaxClientBodiesBytes != 64<<20 {
+		t.Fatalf("conns per client %d, client requests %d, client bodies %d; want 8, 16, %d",
+			s.MaxConnsPerClient, s.MaxClientRequests, s.MaxClientBodiesBytes, 64<<20)
+	}
+}
