@@ -57,6 +57,21 @@ func (b *bodyBudget) body(ctx context.Context, r io.ReadCloser, length int64) (i
 	return cb, func() { b.sem.Release(cb.held) }, nil
 }
 
+// decoded takes n bytes more for a request that holds held bytes of body,
+// for what its body takes once decoded (cost.go): a body's values can take
+// many times its bytes, and they are held until the handler returns as the
+// body is. EUNAVAILABLE as take; ETOOLARGE if the two are more than the
+// whole budget, which no wait would free. Give them back with giveBack.
+func (b *bodyBudget) decoded(ctx context.Context, held, n int64) error {
+	if held+n > b.limit {
+		return saver.Errorf(saver.ETOOLARGE, "Request body would take %d bytes once decoded, with its %d bytes over the limit of %d request body bytes in memory; send fewer elements per request.", n, held, b.limit)
+	}
+	return b.take(ctx, n)
+}
+
+// giveBack returns n bytes that decoded took.
+func (b *bodyBudget) giveBack(n int64) { b.sem.Release(n) }
+
 // chunkedBody takes each read's bytes from the budget.
 type chunkedBody struct {
 	io.ReadCloser

@@ -128,7 +128,11 @@ func TestBodiesBudget(t *testing.T) {
 		return nil
 	}}
 	s := MustMockServer(t, store)
-	s.MaxBodyBytes, s.MaxBodiesBytes, s.MaxBodiesWait = 64<<10, 64<<10, 100*time.Millisecond
+	// The large request holds its 50 KiB body, what it takes once decoded
+	// (its 50 KiB string and a little) and the JSON decoder's copy of the
+	// body (up to twice it): about 210 KiB, leaving less than the small
+	// body's 20 KiB.
+	s.MaxBodyBytes, s.MaxBodiesBytes, s.MaxBodiesWait = 64<<10, 224<<10, 100*time.Millisecond
 
 	held := make(chan int)
 	go func() {
@@ -181,4 +185,61 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n += n
 	return n, err
+}
+
+// TestBodiesBudgetCountsDecoded: the bytes all requests hold at once
+// (MaxBodiesBytes) counted bodies as they came over the wire, so small
+// bodies of many empty maps, each decoding to thirty times its size, all
+// went through at once (eight 4 MB ones ended in out-of-memory). What a
+// body takes once decoded is taken from the same budget before it is
+// decoded: here two such searches fit, the others wait and get 503 with
+// Retry-After, nothing listed.
+func TestBodiesBudgetCountsDecoded(t *testing.T) {
+	const requests, fit = 6, 2
+	// 100,000 empty objects: 300 KB that take about 8.6 MB once decoded
+	// (80 bytes each in a []any, and the JSON decoder's copy of the body).
+	body := []byte(`{"filter":{"a":[{}` + strings.Repeat(",{}", 100_000-1) + `]}}`)
+	entered, release := make(chan struct{}, requests), make(chan struct{})
+	s := MustMockServer(t, &mock.Store{ListCheckpointsFn: func(context.Context, saver.ListFilter) ([]*saver.Tuple, error) {
+		entered <- struct{}{}
+		<-release
+		return nil, nil
+	}})
+	s.MaxBodyBytes, s.MaxBodiesBytes, s.MaxBodiesWait = 1<<20, 20<<20, 100*time.Millisecond
+
+	answered := make(chan *httptest.ResponseRecorder, requests)
+	for i := 0; i < requests; i++ {
+		go func() { answered <- do(t, s, "POST", "/v1/checkpoints/search", "application/json", body) }()
+	}
+	var in int
+	var refused []*httptest.ResponseRecorder
+	timeout := time.After(30 * time.Second)
+	for in+len(refused) < requests {
+		select {
+		case <-entered:
+			in++
+		case rec := <-answered:
+			refused = append(refused, rec)
+		case <-timeout:
+			t.Fatalf("%d requests in the store and %d answered; want all %d accounted for", in, len(refused), requests)
+		}
+	}
+	close(release)
+	if in != fit {
+		t.Errorf("%d searches held their decoded bodies at once, want %d (%d bytes of budget)", in, fit, s.MaxBodiesBytes)
+	}
+	for _, rec := range refused {
+		if rec.Code != 503 || errorCode(t, rec) != saver.EUNAVAILABLE || rec.Header().Get("Retry-After") == "" {
+			t.Errorf("a search past the budget: %d %s (Retry-After %q), want 503 unavailable with Retry-After", rec.Code, rec.Body, rec.Header().Get("Retry-After"))
+		}
+	}
+	for i := 0; i < in; i++ {
+		if rec := <-answered; rec.Code != 200 {
+			t.Errorf("a held search: %d %.300s, want 200", rec.Code, rec.Body)
+		}
+	}
+	// Every byte came back: the same search goes through alone.
+	if rec := do(t, s, "POST", "/v1/checkpoints/search", "application/json", body); rec.Code != 200 {
+		t.Fatalf("after the others were answered: %d %.300s, want 200", rec.Code, rec.Body)
+	}
 }

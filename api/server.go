@@ -299,8 +299,8 @@ func (s *Server) newEcho() *echo.Echo {
 
 // limitBody caps the bytes read from a body; the decoder reports the overrun
 // as ETOOLARGE. A declared Content-Length over the cap is refused up front.
-// The body's bytes count against the bytes all bodies may hold at once
-// (bodyBudget) until the handler returns.
+// The body's bytes, and then what it takes once decoded, count against the
+// bytes all bodies may hold at once (bodyBudget) until the handler returns.
 // A body must also arrive within BodyTimeout: a connection read deadline,
 // which bind lifts once the body is in (a slow upload otherwise held its
 // connection for as long as the client liked).
@@ -325,6 +325,15 @@ func (s *Server) limitBody(next echo.HandlerFunc) echo.HandlerFunc {
 			}
 			defer release()
 			req.Body = body
+			var decoded int64
+			defer func() { s.bodies.giveBack(decoded) }()
+			c.Set(ctxKeyHoldDecoded, func(n int) error {
+				err := s.bodies.decoded(req.Context(), max(req.ContentLength, 0), int64(n))
+				if err == nil {
+					decoded += int64(n)
+				}
+				return err
+			})
 		}
 		req.Body = http.MaxBytesReader(c.Response(), req.Body, s.MaxBodyBytes)
 		return next(c)
@@ -333,6 +342,11 @@ func (s *Server) limitBody(next echo.HandlerFunc) echo.HandlerFunc {
 
 // ctxKeyBodyTimeout holds the BodyTimeout a request's body is read under.
 const ctxKeyBodyTimeout = "saver.body_timeout"
+
+// ctxKeyHoldDecoded holds the func(bytes int) error that bind calls to take
+// what a body takes once decoded from the bytes all bodies hold, given back
+// when the handler returns.
+const ctxKeyHoldDecoded = "saver.hold_decoded"
 
 func (s *Server) bodyLimit() string { return fmt.Sprintf("%d bytes", s.MaxBodyBytes) }
 
