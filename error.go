@@ -106,3 +106,11 @@ func headName(id string) string {
 	}
 	return fmt.Sprintf("%q", id)
 }
+
+// StoredMetadataTooLarge is the error for a checkpoint whose stored metadata
+// is past a limit a put now enforces (MetadataSize.Check): it was stored
+// before, and a read refuses to decode it rather than take the memory.
+func StoredMetadataTooLarge(ref CheckpointRef, z MetadataSize) *Error {
+	msg := ErrorMessage(z.Check(fmt.Sprintf("The metadata of checkpoint %q in thread %q, namespace %q,", ref.ID, ref.ThreadID, ref.NS)))
+	return Errorf(ETOOLARGE, "%s It was stored before that limit and is not read; delete the checkpoint or its thread.", msg)
+}

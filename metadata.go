@@ -96,14 +96,19 @@ func equalMaps(a, b map[string]any) bool {
 	return true
 }
 
-// NormalizeMetadata converts every value of md in place with NormalizeValue.
+// NormalizeMetadata converts every value of md in place with NormalizeValue,
+// the maps and lists inside it too: a decoded tree is not copied again (a
+// copy once doubled what four million empty maps took). Values already in
+// normal form are left as they are, never written.
 func NormalizeMetadata(md Metadata) error {
 	for k, v := range md {
-		n, err := NormalizeValue(v)
+		n, replaced, err := normalize(v, 0)
 		if err != nil {
 			return Errorf(EINVALID, "Metadata key %q: %s", k, ErrorMessage(err))
 		}
-		md[k] = n
+		if replaced {
+			md[k] = n
+		}
 	}
 	return nil
 }
@@ -115,41 +120,55 @@ const maxDepth = 32
 // NormalizeValue converts a decoded JSON or msgpack value to the types
 // Metadata holds: nil, bool, string, int64, float64, []any and map[string]any.
 // Integers that do not fit int64 become float64, as JSON would have them.
-func NormalizeValue(v any) (any, error) { return normalize(v, 0) }
+// Maps and lists are converted in place.
+func NormalizeValue(v any) (any, error) {
+	n, _, err := normalize(v, 0)
+	return n, err
+}
 
-func normalize(v any, depth int) (any, error) {
+// normalize returns v in normal form, and whether that is another value
+// than v, which the container holding v must store.
+func normalize(v any, depth int) (any, bool, error) {
 	if depth > maxDepth {
-		return nil, Errorf(EINVALID, "Value nested deeper than %d levels.", maxDepth)
+		return nil, false, Errorf(EINVALID, "Value nested deeper than %d levels.", maxDepth)
 	}
 	switch v := v.(type) {
-	case nil, bool, string:
-		return v, nil
+	case nil, bool, string, int64:
+		return v, false, nil
 	case []any:
-		out := make([]any, len(v))
 		for i, e := range v {
-			n, err := normalize(e, depth+1)
+			n, replaced, err := normalize(e, depth+1)
 			if err != nil {
-				return nil, err
+				return nil, false, err
 			}
-			out[i] = n
+			if replaced {
+				v[i] = n
+			}
 		}
-		return out, nil
+		return v, false, nil
 	case map[string]any:
-		out := make(map[string]any, len(v))
 		for k, e := range v {
-			n, err := normalize(e, depth+1)
+			n, replaced, err := normalize(e, depth+1)
 			if err != nil {
-				return nil, err
+				return nil, false, err
 			}
-			out[k] = n
+			if replaced {
+				v[k] = n
+			}
 		}
-		return out, nil
+		return v, false, nil
 	case Metadata:
-		return normalize(map[string]any(v), depth)
+		n, _, err := normalize(map[string]any(v), depth)
+		return n, true, err
 	case map[any]any:
-		return normalizeAnyMap(v, depth)
+		n, err := normalizeAnyMap(v, depth)
+		return n, true, err
 	}
-	return normalizeNumber(v)
+	n, err := normalizeNumber(v)
+	if _, ok := v.(float64); ok {
+		return n, false, err // finite, as it was, or refused
+	}
+	return n, err == nil, err
 }
 
 // normalizeAnyMap converts a map msgpack decoded with keys of any type,
@@ -161,7 +180,7 @@ func normalizeAnyMap(v map[any]any, depth int) (any, error) {
 		if !ok {
 			return nil, Errorf(EINVALID, "Map key %v is not a string.", k)
 		}
-		n, err := normalize(e, depth+1)
+		n, _, err := normalize(e, depth+1)
 		if err != nil {
 			return nil, err
 		}

@@ -127,7 +127,10 @@ func (in *PutCheckpoint) Validate() error {
 	if in.Metadata == nil {
 		in.Metadata = Metadata{}
 	}
-	return NormalizeMetadata(in.Metadata)
+	if err := NormalizeMetadata(in.Metadata); err != nil {
+		return err
+	}
+	return MeasureMetadata(in.Metadata).Check("metadata")
 }
 
 // Validate checks writes before they reach a store.
@@ -205,5 +208,8 @@ func (f *ListFilter) Validate() error {
 	if f.Metadata == nil {
 		f.Metadata = Metadata{}
 	}
-	return NormalizeMetadata(f.Metadata)
+	if err := NormalizeMetadata(f.Metadata); err != nil {
+		return err
+	}
+	return MeasureMetadata(f.Metadata).Check("filter")
 }

@@ -88,6 +88,23 @@ func (b *bodyBudget) body(ctx context.Context, client string, r io.ReadCloser, l
 	return cb, func() { b.give(client, cb.held) }, nil
 }
 
+// decoded takes n bytes more of client's share and of the budget for a
+// request that holds held bytes of body, for what its body takes once
+// decoded (cost.go): a body's values can take many times its bytes, and
+// they are held until the handler returns as the body is. EUNAVAILABLE as
+// take; ETOOLARGE if the two are more than the client's share or the whole
+// budget, which no wait would free. Give them back with give.
+func (b *bodyBudget) decoded(ctx context.Context, client string, held, n int64) error {
+	limit := b.limit
+	if b.shares != nil {
+		limit = min(limit, b.shares.limit)
+	}
+	if held+n > limit {
+		return saver.Errorf(saver.ETOOLARGE, "Request body would take %d bytes once decoded, with its %d bytes over the limit of %d request body bytes in memory; send fewer elements per request.", n, held, limit)
+	}
+	return b.take(ctx, client, n)
+}
+
 // chunkedBody takes each read's bytes from the budget.
 type chunkedBody struct {
 	io.ReadCloser

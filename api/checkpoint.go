@@ -290,7 +290,7 @@ func decodeCursor(s string) (saver.ListPosition, error) {
 	var p saver.ListPosition
 	b, err := base64.RawURLEncoding.DecodeString(s)
 	if err == nil {
-		err = decodeMsgpack(b, &p) // a cursor comes back from the client: bytes like any other
+		err = decodeMsgpack(b, &p, nil) // a cursor comes back from the client: bytes like any other
 	}
 	if err != nil || p.ID == "" {
 		return p, saver.Errorf(saver.EINVALID, "cursor is not one this server issued.")

@@ -60,12 +60,24 @@ func (s *Server) budgetBody(next echo.HandlerFunc) echo.HandlerFunc {
 		if s.bodies == nil || req.ContentLength == 0 {
 			return next(c)
 		}
-		body, release, err := s.bodies.body(req.Context(), s.clientKey(c), req.Body, req.ContentLength)
+		client := s.clientKey(c)
+		body, release, err := s.bodies.body(req.Context(), client, req.Body, req.ContentLength)
 		if err != nil {
 			return err
 		}
 		defer release()
 		req.Body = body
+		// What the body takes once decoded is held as its bytes are (bind
+		// calls this with the scanner's estimate before decoding).
+		var decoded int64
+		defer func() { s.bodies.give(client, decoded) }()
+		c.Set(ctxKeyHoldDecoded, func(n int) error {
+			err := s.bodies.decoded(req.Context(), client, max(req.ContentLength, 0), int64(n))
+			if err == nil {
+				decoded += int64(n)
+			}
+			return err
+		})
 		return next(c)
 	}
 }

@@ -122,7 +122,7 @@ func TestBodiesBudget_Shares(t *testing.T) {
 			}
 
 			body, _ := json.Marshal(map[string]any{"checkpoint_id": "c1", "writes": []any{
-				map[string]any{"task_id": "t", "idx": 0, "channel": "ch", "value": map[string]any{"type": "bytes", "data": strings.Repeat("b", 20<<10)}},
+				map[string]any{"task_id": "t", "idx": 0, "channel": "ch", "value": map[string]any{"type": "bytes", "data": strings.Repeat("b", 4<<10)}},
 			}})
 			req := httptest.NewRequest("POST", "/v1/threads/t/writes", strings.NewReader(string(body)))
 			req.Header.Set("Content-Type", "application/json")

@@ -43,7 +43,9 @@ func isMsgpack(mt string) bool {
 // names in another case, keys given twice, trailing bytes and type mismatches
 // are EINVALID with a message naming the problem. The body is scanned first
 // (msgpackscan.go, jsonscan.go), so that no decoder allocates more than the
-// body can hold or nests deeper than maxNesting.
+// body can hold or nests deeper than maxNesting; what it will take once
+// decoded counts against the bytes all requests hold (holdDecoded) before
+// the decoder runs.
 func bind(c echo.Context, v any) error {
 	req := c.Request()
 	codec, err := requestCodec(req.Header)
@@ -81,10 +83,11 @@ func bind(c echo.Context, v any) error {
 	if len(body) == 0 {
 		return saver.Errorf(saver.EINVALID, "Request body is empty.")
 	}
+	hold, _ := c.Get(ctxKeyHoldDecoded).(func(int) error)
 	if codec == mimeMsgpack {
-		return decodeMsgpack(body, v)
+		return decodeMsgpack(body, v, hold)
 	}
-	return decodeJSON(body, v)
+	return decodeJSON(body, v, hold)
 }
 
 // requestCodec tells which decoder a body's Content-Type asks for: msgpack,
@@ -118,9 +121,17 @@ func requestCodec(h http.Header) (string, error) {
 	return "", unsupported("Content-Type %.100q is not supported.", mt)
 }
 
-func decodeMsgpack(body []byte, v any) error {
-	if err := scanMsgpack(body, shapeOf(reflect.TypeOf(v), "msgpack")); err != nil {
+// decodeMsgpack scans body, has hold (if any) take what it will take once
+// decoded, and decodes it into v.
+func decodeMsgpack(body []byte, v any, hold func(int) error) error {
+	size, err := scanMsgpack(body, shapeOf(reflect.TypeOf(v), "msgpack"))
+	if err != nil {
 		return scanFailed("msgpack", err)
+	}
+	if hold != nil {
+		if err := hold(size); err != nil {
+			return err
+		}
 	}
 	dec := msgpack.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields(true)
@@ -139,9 +150,18 @@ func scanFailed(codec string, err error) error {
 	return saver.Errorf(saver.EINVALID, "Malformed %s body: %v.", codec, err)
 }
 
-func decodeJSON(body []byte, v any) error {
-	if err := scanJSON(body, shapeOf(reflect.TypeOf(v), "json")); err != nil {
+// decodeJSON is decodeMsgpack for JSON. The decoder reads the body into a
+// buffer of its own, which doubles as it fills: up to twice the body more
+// while it decodes.
+func decodeJSON(body []byte, v any, hold func(int) error) error {
+	size, err := scanJSON(body, shapeOf(reflect.TypeOf(v), "json"))
+	if err != nil {
 		return scanFailed("JSON", err)
+	}
+	if hold != nil {
+		if err := hold(size + 2*len(body)); err != nil {
+			return err
+		}
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()

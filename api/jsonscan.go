@@ -13,7 +13,9 @@ import (
 // U+FFFD so that two different ids arrive as one; field names in another
 // case, which it matches; keys given twice, of which it keeps the last; and
 // nesting beyond maxNesting. What it accepts is valid JSON (FuzzScanJSON).
-func scanJSON(b []byte, s *shape) error {
+// It returns what the body takes once decoded (cost.go), within
+// decodeBudget and maxBodyValues.
+func scanJSON(b []byte, s *shape) (int, error) {
 	if !utf8.Valid(b) {
 		off := 0
 		for off < len(b) {
@@ -23,18 +25,18 @@ func scanJSON(b []byte, s *shape) error {
 			}
 			off += n
 		}
-		return &scanError{msg: "bytes that are not UTF-8", off: off}
+		return 0, &scanError{msg: "bytes that are not UTF-8", off: off}
 	}
 	sc := jsScanner{b: b, budget: budget{limit: decodeBudget(len(b))}}
 	sc.space()
 	if err := sc.value(s, 1); err != nil {
-		return err
+		return 0, err
 	}
 	sc.space()
 	if sc.i != len(b) {
-		return sc.fail("trailing data after the first value")
+		return 0, sc.fail("trailing data after the first value")
 	}
-	return nil
+	return sc.spent, nil
 }
 
 type jsScanner struct {
@@ -62,6 +64,9 @@ func (sc *jsScanner) value(s *shape, depth int) error {
 	if sc.i >= len(sc.b) {
 		return sc.fail("truncated body")
 	}
+	if err := sc.budget.value(sc.i); err != nil {
+		return err
+	}
 	switch c := sc.b[sc.i]; c {
 	case '{':
 		return sc.object(s, depth)
@@ -85,7 +90,7 @@ func (sc *jsScanner) value(s *shape, depth int) error {
 		if _, _, err := sc.str(); err != nil {
 			return err
 		}
-		return sc.spend(sc.i-start, start)
+		return sc.spend(payloadBytes(sc.i-start)+boxed(s, boxedString), start)
 	default:
 		if c != '-' && (c < '0' || c > '9') {
 			return sc.fail("character %q starts no JSON value", c)
@@ -93,7 +98,12 @@ func (sc *jsScanner) value(s *shape, depth int) error {
 		if err := sc.scalar(s); err != nil {
 			return err
 		}
-		return sc.number()
+		start := sc.i
+		if err := sc.number(); err != nil {
+			return err
+		}
+		// An interface holds a json.Number: a string of the digits.
+		return sc.spend(boxed(s, boxedString+payloadBytes(sc.i-start)), start)
 	}
 }
 
@@ -160,9 +170,13 @@ func (sc *jsScanner) array(s *shape, depth int) error {
 	if depth > maxNesting {
 		return sc.fail("nested deeper than %d levels", maxNesting)
 	}
-	elem, slot := anyShape, anySlot
+	// encoding/json appends: a slice's capacity is up to twice its
+	// elements. An interface's []any has a header besides.
+	elem, slot := ifaceShape, 2*ifaceBytes
 	if s.kind == shapeSlice {
-		elem, slot = s.elem, s.slot
+		elem, slot = s.elem, 2*s.slot
+	} else if err := sc.spend(boxedSlice, sc.i); err != nil {
+		return err
 	}
 	sc.i++ // [
 	sc.space()
@@ -201,6 +215,20 @@ func (sc *jsScanner) object(s *shape, depth int) error {
 	if depth > maxNesting {
 		return sc.fail("nested deeper than %d levels", maxNesting)
 	}
+	// A struct's fields are in place; a map grows its tables as entries
+	// come, and each key takes its bytes.
+	entry := -1
+	switch s.kind {
+	case shapeAny:
+		entry = anyEntryBytes
+	case shapeMap:
+		entry = s.slot
+	}
+	if entry >= 0 {
+		if err := sc.spend(mapBytes(0, entry), sc.i); err != nil {
+			return err
+		}
+	}
 	sc.i++ // {
 	sc.space()
 	if sc.i < len(sc.b) && sc.b[sc.i] == '}' {
@@ -208,7 +236,7 @@ func (sc *jsScanner) object(s *shape, depth int) error {
 		return nil
 	}
 	var keys keySet
-	for {
+	for j := 0; ; j++ {
 		sc.space()
 		if sc.i >= len(sc.b) || sc.b[sc.i] != '"' {
 			return sc.fail("want a string key in an object")
@@ -226,20 +254,15 @@ func (sc *jsScanner) object(s *shape, depth int) error {
 			}
 			key = []byte(k)
 		}
-		var entry int
-		switch s.kind {
-		case shapeAny:
-			entry = anyEntrySlot
-		case shapeMap:
-			entry = s.slot
-		}
-		if err := sc.spend(entry+len(key), at); err != nil {
-			return err
+		if entry >= 0 {
+			if err := sc.spend(mapEntryBytes(j, entry)+payloadBytes(len(key)), at); err != nil {
+				return err
+			}
 		}
 		if keys.add(key, true) {
 			return &scanError{msg: fmt.Sprintf("key %.64q is given twice", key), off: at}
 		}
-		elem := anyShape
+		elem := ifaceShape
 		switch s.kind {
 		case shapeStruct:
 			f, ok := s.fields[string(key)]

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http/httptest"
 	"net/url"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/saver-dev/saver"
 	"github.com/saver-dev/saver/mock"
+	"github.com/saver-dev/saver/storetest"
 )
 
 // TestCheckpointIDKeyLength: a namespace of 100 "!" and a checkpoint id of
@@ -128,7 +130,11 @@ func TestBodiesBudget(t *testing.T) {
 		return nil
 	}}
 	s := MustMockServer(t, store)
-	s.MaxBodyBytes, s.MaxBodiesBytes, s.MaxBodiesWait = 64<<10, 64<<10, 100*time.Millisecond
+	// The large request holds its 50 KiB body, what it takes once decoded
+	// (its 50 KiB string and a little) and the JSON decoder's copy of the
+	// body (up to twice it): about 210 KiB, leaving less than the small
+	// body's 20 KiB.
+	s.MaxBodyBytes, s.MaxBodiesBytes, s.MaxBodiesWait = 64<<10, 224<<10, 100*time.Millisecond
 
 	held := make(chan int)
 	go func() {
@@ -181,4 +187,105 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n += n
 	return n, err
+}
+
+// TestBodiesBudgetCountsDecoded: the bytes all requests hold at once
+// (MaxBodiesBytes) counted bodies as they came over the wire, so bodies
+// that decode to many times their size all went through at once (eight
+// 4 MB bodies of empty maps ended in out-of-memory). What a body takes
+// once decoded is taken from the same budget before it is decoded: here
+// two such puts fit, the others wait and get 503 with Retry-After, nothing
+// stored.
+func TestBodiesBudgetCountsDecoded(t *testing.T) {
+	const requests, fit = 6, 2
+	// 100,000 channel versions: 1.3 MB that take about 16 MB once decoded
+	// (a Go map's tables and two strings an entry, and the JSON decoder's
+	// copy of the body).
+	var b strings.Builder
+	b.WriteString(`{"checkpoint_id":"c","checkpoint":{"type":"msgpack","data":""},"channel_versions":{"c0":"1"`)
+	for i := 1; i < 100_000; i++ {
+		fmt.Fprintf(&b, `,"c%d":"1"`, i)
+	}
+	body := []byte(b.String() + "}}")
+	entered, release := make(chan struct{}, requests), make(chan struct{})
+	s := MustMockServer(t, &mock.Store{PutCheckpointFn: func(context.Context, saver.PutCheckpoint) error {
+		entered <- struct{}{}
+		<-release
+		return nil
+	}})
+	s.MaxBodyBytes, s.MaxBodiesBytes, s.MaxBodiesWait = 2<<20, 40<<20, 100*time.Millisecond
+
+	s.Handler() // built once, before the requests share it
+	answered := make(chan *httptest.ResponseRecorder, requests)
+	for i := 0; i < requests; i++ {
+		go func() { answered <- do(t, s, "POST", "/v1/threads/t/checkpoints", "application/json", body) }()
+	}
+	var in int
+	var refused []*httptest.ResponseRecorder
+	timeout := time.After(60 * time.Second)
+	for in+len(refused) < requests {
+		select {
+		case <-entered:
+			in++
+		case rec := <-answered:
+			refused = append(refused, rec)
+		case <-timeout:
+			t.Fatalf("%d requests in the store and %d answered; want all %d accounted for", in, len(refused), requests)
+		}
+	}
+	close(release)
+	if in != fit {
+		t.Errorf("%d puts held their decoded bodies at once, want %d (%d bytes of budget)", in, fit, s.MaxBodiesBytes)
+	}
+	for _, rec := range refused {
+		if rec.Code != 503 || errorCode(t, rec) != saver.EUNAVAILABLE || rec.Header().Get("Retry-After") == "" {
+			t.Errorf("a put past the budget: %d %.300s (Retry-After %q), want 503 unavailable with Retry-After", rec.Code, rec.Body, rec.Header().Get("Retry-After"))
+		}
+	}
+	for i := 0; i < in; i++ {
+		if rec := <-answered; rec.Code != 200 {
+			t.Errorf("a held put: %d %.300s, want 200", rec.Code, rec.Body)
+		}
+	}
+	// Every byte came back: the same put goes through alone.
+	if rec := do(t, s, "POST", "/v1/threads/t/checkpoints", "application/json", body); rec.Code != 200 {
+		t.Fatalf("after the others were answered: %d %.300s, want 200", rec.Code, rec.Body)
+	}
+}
+
+// TestMetadataOverTheLimitNotStored: a put whose metadata a read could not
+// afford to decode (ten thousand and one empty maps: a body of 10 KB within
+// every body limit) was stored, and so were bodies of four million, which
+// then took every search of the thread down. The put is 413 naming
+// metadata, in both codecs, and nothing of it is stored or found.
+func TestMetadataOverTheLimitNotStored(t *testing.T) {
+	n := saver.MaxMetadataValues + 1
+	emptyMaps := append([]byte{0xdd, byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)}, bytes.Repeat([]byte{0x80}, n)...)
+	tests := []struct {
+		name, ctype string
+		body        []byte
+	}{
+		{"Msgpack", "application/msgpack", mpMap("checkpoint_id", "c1", "checkpoint", map[string]any{"type": "msgpack", "data": []byte{}}, "metadata", raw(mpMap("step", 1, "a", raw(emptyMaps))))},
+		{"JSON", "application/json", []byte(`{"checkpoint_id":"c1","checkpoint":{"type":"msgpack","data":""},"metadata":{"step":1,"a":[{}` + strings.Repeat(",{}", n-1) + `]}}`)},
+		{"JSONLongString", "application/json", []byte(`{"checkpoint_id":"c1","checkpoint":{"type":"msgpack","data":""},"metadata":{"a":"` + strings.Repeat("x", saver.MaxMetadataBytes) + `"}}`)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := MustBoltServer(t, storetest.NewClock())
+			rec := do(t, s, "POST", "/v1/threads/t/checkpoints", tt.ctype, tt.body)
+			if got, want := rec.Code, 413; got != want {
+				t.Fatalf("Code=%d, want %d (body %.300s)", got, want, rec.Body)
+			}
+			if got, want := errorCode(t, rec), saver.ETOOLARGE; got != want {
+				t.Fatalf("code=%q, want %q", got, want)
+			}
+			if !strings.Contains(rec.Body.String(), "metadata") {
+				t.Fatalf("the message does not name metadata: %s", rec.Body)
+			}
+			rec = do(t, s, "POST", "/v1/checkpoints/search", "application/json", []byte(`{"thread_id":"t"}`))
+			if rec.Code != 200 || !strings.Contains(rec.Body.String(), `"tuples":[]`) {
+				t.Fatalf("search after the refused put: %d %.300s, want no tuples", rec.Code, rec.Body)
+			}
+		})
+	}
 }

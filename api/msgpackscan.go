@@ -12,15 +12,17 @@ import (
 // maxNesting, no map repeats a key, structs are maps with their exact field
 // names. Only then may a decoder allocate by those headers: the library
 // trusts them, and 5 bytes claiming 2^31 elements once exhausted the memory.
-func scanMsgpack(b []byte, s *shape) error {
+// It returns what the body takes once decoded (cost.go), within
+// decodeBudget and maxBodyValues.
+func scanMsgpack(b []byte, s *shape) (int, error) {
 	sc := mpScanner{b: b, budget: budget{limit: decodeBudget(len(b))}}
 	if err := sc.value(s, 1); err != nil {
-		return err
+		return 0, err
 	}
 	if sc.i != len(b) {
-		return &scanError{msg: "trailing data after the first value", off: sc.i}
+		return 0, &scanError{msg: "trailing data after the first value", off: sc.i}
 	}
-	return nil
+	return sc.spent, nil
 }
 
 type mpScanner struct {
@@ -69,9 +71,12 @@ func (sc *mpScanner) value(s *shape, depth int) error {
 	}
 	c := sc.b[sc.i]
 	start := sc.i
+	if err := sc.budget.value(start); err != nil {
+		return err
+	}
 	sc.i++
 	switch {
-	case c <= 0x7f || c >= 0xe0 || c == 0xc2 || c == 0xc3: // fixints, false, true
+	case c <= 0x7f || c >= 0xe0 || c == 0xc2 || c == 0xc3: // fixints, false, true: no allocation
 		return sc.scalar(s, start)
 	case c == 0xc0: // nil: the zero value of any shape
 		return nil
@@ -92,7 +97,7 @@ func (sc *mpScanner) value(s *shape, depth int) error {
 		if err := sc.skip(n, "bytes"); err != nil {
 			return err
 		}
-		if err := sc.spend(n, start); err != nil {
+		if err := sc.spend(payloadBytes(n)+boxed(s, boxedSlice), start); err != nil {
 			return err
 		}
 		return sc.scalar(s, start)
@@ -100,21 +105,18 @@ func (sc *mpScanner) value(s *shape, depth int) error {
 		if n, err = sc.uint(1 << (c - 0xc7)); err != nil {
 			return err
 		}
-		if err := sc.skip(1+n, "extension"); err != nil {
-			return err
-		}
-		return sc.scalar(s, start)
+		return sc.ext(s, n, start)
 	case 0xca, 0xcb, 0xcc, 0xcd, 0xce, 0xcf, 0xd0, 0xd1, 0xd2, 0xd3: // floats, ints
 		size := [...]int{4, 8, 1, 2, 4, 8, 1, 2, 4, 8}[c-0xca]
 		if err := sc.skip(size, "number"); err != nil {
 			return err
 		}
-		return sc.scalar(s, start)
-	case 0xd4, 0xd5, 0xd6, 0xd7, 0xd8: // fixext 1..16: type, data
-		if err := sc.skip(1+1<<(c-0xd4), "extension"); err != nil {
+		if err := sc.spend(boxed(s, boxedNumber), start); err != nil {
 			return err
 		}
 		return sc.scalar(s, start)
+	case 0xd4, 0xd5, 0xd6, 0xd7, 0xd8: // fixext 1..16: type, data
+		return sc.ext(s, 1<<(c-0xd4), start)
 	case 0xd9, 0xda, 0xdb: // str 8, 16, 32
 		if n, err = sc.uint(1 << (c - 0xd9)); err != nil {
 			return err
@@ -144,11 +146,31 @@ func (sc *mpScanner) scalar(s *shape, start int) error {
 	return sc.fail("want %s, got a scalar", s.kind.wire())
 }
 
+// boxed is what an interface allocates for a value of b bytes besides its
+// payload; nothing where s is a typed field, which holds the value in place.
+func boxed(s *shape, b int) int {
+	if s.boxed {
+		return b
+	}
+	return 0
+}
+
 func (sc *mpScanner) str(s *shape, n, start int) error {
 	if err := sc.skip(n, "string"); err != nil {
 		return err
 	}
-	if err := sc.spend(n, start); err != nil {
+	if err := sc.spend(payloadBytes(n)+boxed(s, boxedString), start); err != nil {
+		return err
+	}
+	return sc.scalar(s, start)
+}
+
+// ext passes an extension's type byte and its n bytes of data.
+func (sc *mpScanner) ext(s *shape, n, start int) error {
+	if err := sc.skip(1+n, "extension"); err != nil {
+		return err
+	}
+	if err := sc.spend(payloadBytes(n)+boxed(s, boxedExt), start); err != nil {
 		return err
 	}
 	return sc.scalar(s, start)
@@ -165,11 +187,12 @@ func (sc *mpScanner) array(s *shape, n, depth, start int) error {
 	if n > sc.rest() {
 		return sc.fail("array of %d elements, but only %d bytes follow", n, sc.rest())
 	}
-	elem, slot := anyShape, anySlot
+	// A slice's elements in place; an interface's []any and its header.
+	elem, size := ifaceShape, boxedSlice+n*ifaceBytes
 	if s.kind == shapeSlice {
-		elem, slot = s.elem, s.slot
+		elem, size = s.elem, n*s.slot
 	}
-	if err := sc.spend(n*slot, start); err != nil {
+	if err := sc.spend(size, start); err != nil {
 		return err
 	}
 	for j := 0; j < n; j++ {
@@ -191,11 +214,13 @@ func (sc *mpScanner) mapping(s *shape, n, depth, start int) (err error) {
 	if 2*n > sc.rest() {
 		return sc.fail("map of %d entries, but only %d bytes follow", n, sc.rest())
 	}
+	// A struct's fields are in place; a map allocates its tables, and each
+	// string key its bytes.
 	switch s.kind {
 	case shapeAny:
-		err = sc.spend(n*anyEntrySlot, start)
+		err = sc.spend(mapBytes(n, anyEntryBytes), start)
 	case shapeMap:
-		err = sc.spend(n*s.slot, start)
+		err = sc.spend(mapBytes(n, s.slot), start)
 	}
 	if err != nil {
 		return err
@@ -212,7 +237,12 @@ func (sc *mpScanner) mapping(s *shape, n, depth, start int) (err error) {
 		if keys.add(key, isStr) {
 			return sc.fail("key %.64q is given twice", key)
 		}
-		elem := anyShape
+		if s.kind != shapeStruct {
+			if err := sc.spend(payloadBytes(len(key)), start); err != nil {
+				return err
+			}
+		}
+		elem := ifaceShape
 		switch s.kind {
 		case shapeStruct:
 			f, ok := s.fields[string(key)]

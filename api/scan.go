@@ -30,17 +30,34 @@ type scanError struct {
 
 // decodeBudget is the most a body of n bytes may take once decoded: a body's
 // elements can decode to many times their encoded size (a one-byte nil to a
-// 96-byte saver.Write), so a 4 MB body of them once cost 777 MB.
+// 96-byte saver.Write, a one-byte empty map to a 64-byte map in an
+// interface), so a 4 MB body of them once cost 777 MB.
 func decodeBudget(n int) int { return 64<<20 + 2*n }
 
-// budget counts the decoded size of a body as a scanner walks it.
-type budget struct{ spent, limit int }
+// maxBodyValues bounds the values a body holds (maps, arrays and scalars at
+// every level, map keys aside): each is at least one object the decoder
+// allocates and the collector then walks. A put of ten thousand blobs holds
+// about fifty thousand.
+const maxBodyValues = 1 << 20
+
+// budget counts the decoded size of a body and its values as a scanner
+// walks it.
+type budget struct{ spent, limit, values int }
 
 // spend adds n bytes and reports the overrun as a scanError at off.
 func (b *budget) spend(n, off int) error {
 	b.spent += n
 	if b.spent > b.limit {
 		return &scanError{msg: fmt.Sprintf("would take over %d MB once decoded", b.limit>>20), off: off, tooLarge: true}
+	}
+	return nil
+}
+
+// value counts one value, at off.
+func (b *budget) value(off int) error {
+	b.values++
+	if b.values > maxBodyValues {
+		return &scanError{msg: fmt.Sprintf("holds over %d values", maxBodyValues), off: off, tooLarge: true}
 	}
 	return nil
 }

@@ -17,12 +17,12 @@ func TestScanNesting(t *testing.T) {
 		ok    bool
 	}{{1, true}, {maxNesting, true}, {maxNesting + 1, false}} {
 		mp := append(bytes.Repeat([]byte{0x91}, tt.depth), 0xc0)
-		if err := scanMsgpack(mp, anyShape); (err == nil) != tt.ok {
+		if _, err := scanMsgpack(mp, anyShape); (err == nil) != tt.ok {
 			t.Errorf("msgpack, %d levels: err=%v, want ok=%v", tt.depth, err, tt.ok)
 		}
 		js := []byte(strings.Repeat(`{"a":[`, tt.depth/2) + strings.Repeat("[", tt.depth%2) + "1" +
 			strings.Repeat("]", tt.depth%2) + strings.Repeat("]}", tt.depth/2))
-		if err := scanJSON(js, anyShape); (err == nil) != tt.ok {
+		if _, err := scanJSON(js, anyShape); (err == nil) != tt.ok {
 			t.Errorf("JSON, %d levels: err=%v, want ok=%v", tt.depth, err, tt.ok)
 		}
 	}
@@ -74,7 +74,7 @@ func TestScanShape(t *testing.T) {
 		{`{"name":tru}`, false},
 	}
 	for _, tt := range tests {
-		if err := scanJSON([]byte(tt.body), s); (err == nil) != tt.ok {
+		if _, err := scanJSON([]byte(tt.body), s); (err == nil) != tt.ok {
 			t.Errorf("scanJSON(%s) = %v, want ok=%v", tt.body, err, tt.ok)
 		}
 	}
@@ -100,7 +100,7 @@ func TestScanShape(t *testing.T) {
 		{"FixextFits", []byte{0x81, 0xa3, 'a', 'n', 'y', 0xd4, 0x01, 0x00}, true},
 		{"FixextShort", []byte{0x81, 0xa3, 'a', 'n', 'y', 0xd8, 0x01, 0x00}, false},
 	} {
-		if err := scanMsgpack(tt.body, m); (err == nil) != tt.ok {
+		if _, err := scanMsgpack(tt.body, m); (err == nil) != tt.ok {
 			t.Errorf("%s: scanMsgpack(% x) = %v, want ok=%v", tt.name, tt.body, err, tt.ok)
 		}
 	}
@@ -117,7 +117,7 @@ func FuzzScanMsgpack(f *testing.F) {
 	f.Add([]byte{0xdd, 0x7f, 0xff, 0xff, 0xff})
 	f.Add([]byte{0xdf, 0xff, 0xff, 0xff, 0xff})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if scanMsgpack(b, anyShape) != nil {
+		if _, err := scanMsgpack(b, anyShape); err != nil {
 			return
 		}
 		var v any
@@ -128,7 +128,7 @@ func FuzzScanMsgpack(f *testing.F) {
 		if err != nil {
 			return // a decoded value the encoder cannot write back (a NaN key)
 		}
-		if err := scanMsgpack(again, anyShape); err != nil {
+		if _, err := scanMsgpack(again, anyShape); err != nil {
 			t.Fatalf("the scanner refuses the encoding % x of %#v: %v", again, v, err)
 		}
 	})
@@ -142,7 +142,7 @@ func FuzzScanJSON(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		err := scanJSON(b, anyShape)
+		_, err := scanJSON(b, anyShape)
 		plain := !bytes.Contains(b, []byte(`\u`)) // lone surrogates are ours to find
 		if json.Valid(b) && utf8.Valid(b) && plain && jsonDepth(b) <= maxNesting && !jsonRepeatsKey(b) && err != nil {
 			t.Fatalf("scanJSON(%q) = %v for valid JSON", b, err)

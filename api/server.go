@@ -364,6 +364,11 @@ func (s *Server) limitBody(next echo.HandlerFunc) echo.HandlerFunc {
 // ctxKeyBodyTimeout holds the BodyTimeout a request's body is read under.
 const ctxKeyBodyTimeout = "saver.body_timeout"
 
+// ctxKeyHoldDecoded holds the func(bytes int) error that bind calls to take
+// what a body takes once decoded from the bytes all bodies hold, given back
+// when the handler returns.
+const ctxKeyHoldDecoded = "saver.hold_decoded"
+
 func (s *Server) bodyLimit() string { return fmt.Sprintf("%d bytes", s.MaxBodyBytes) }
 
 // Open listens on addr and serves in the background. Listen errors come back

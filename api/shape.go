@@ -15,19 +15,15 @@ type shape struct {
 	kind   shapeKind
 	fields map[string]*shape // shapeStruct: field types by wire name
 	elem   *shape            // shapeMap, shapeSlice: the element's shape
-	// slot is what one element (an array's) or entry (a map's) takes once
-	// decoded, before its own contents: the element type's size, or an
-	// interface for any. The scanners add it up to bound the decoded size.
+	// slot is what one element (a slice's) or entry (a map's: key and
+	// value) takes once decoded, before its own contents: the element
+	// types' sizes. The scanners add it up to bound the decoded size
+	// (cost.go).
 	slot int
+	// boxed: the value decodes into an interface (any), which allocates
+	// what it holds, and whose maps and arrays hold interfaces in turn.
+	boxed bool
 }
-
-// Decoded sizes of values of any: an interface, and a map entry (key, value
-// and the map's own share).
-const (
-	anySlot      = 16
-	anyEntrySlot = 48
-	mapEntryCost = 16 // a map's own share of an entry, besides key and value
-)
 
 type shapeKind uint8
 
@@ -38,7 +34,12 @@ const (
 	shapeSlice                   // an array
 )
 
-var anyShape = &shape{kind: shapeAny}
+// anyShape is a scalar the decoder checks; ifaceShape any value at all,
+// decoded into an interface.
+var (
+	anyShape   = &shape{kind: shapeAny}
+	ifaceShape = &shape{kind: shapeAny, boxed: true}
+)
 
 type shapeKey struct {
 	t   reflect.Type
@@ -73,11 +74,13 @@ func buildShape(t reflect.Type, tag string, seen map[reflect.Type]*shape) *shape
 		seen[t] = s
 		addFields(s, t, tag, seen)
 		return s
+	case reflect.Interface:
+		return ifaceShape
 	case reflect.Map:
 		if t.Key().Kind() != reflect.String {
-			return anyShape
+			return ifaceShape
 		}
-		s := &shape{kind: shapeMap, slot: int(t.Key().Size()+t.Elem().Size()) + mapEntryCost}
+		s := &shape{kind: shapeMap, slot: int(t.Key().Size() + t.Elem().Size())}
 		seen[t] = s
 		s.elem = buildShape(t.Elem(), tag, seen)
 		return s

@@ -7,6 +7,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/saver-dev/saver"
+	"github.com/saver-dev/saver/internal/metasize"
 )
 
 // checkpointRecord is the value stored under a checkpoint key: the
@@ -54,15 +55,40 @@ func encodeCheckpoint(cp *saver.Checkpoint) ([]byte, error) {
 	})
 }
 
+// storedCheckpoint is a checkpointRecord as a read decodes it: its
+// metadata is measured before it is decoded.
+type storedCheckpoint struct {
+	ExpiresAt       int64              `msgpack:"expires_at"`
+	Scope           saver.Scope        `msgpack:"scope,omitempty"`
+	ParentID        string             `msgpack:"parent_id"`
+	Body            saver.Typed        `msgpack:"body"`
+	Metadata        msgpack.RawMessage `msgpack:"metadata"`
+	ChannelVersions map[string]string  `msgpack:"channel_versions"`
+}
+
 // decodeCheckpoint decodes a checkpoint record into a checkpoint named by
-// ref. Metadata is normalised: msgpack hands back the narrowest integer
-// type, and the domain holds int64.
+// ref. Metadata past the limits a put enforces, stored before them, is
+// refused (saver.StoredMetadataTooLarge) before it is decoded. Metadata is
+// normalised: msgpack hands back the narrowest integer type, and the
+// domain holds int64.
 func decodeCheckpoint(ref saver.CheckpointRef, v []byte) (*saver.Checkpoint, error) {
-	var rec checkpointRecord
+	var rec storedCheckpoint
 	if err := msgpack.Unmarshal(v, &rec); err != nil {
 		return nil, fmt.Errorf("decode checkpoint %s: %w", ref.ID, err)
 	}
-	md := saver.Metadata(rec.Metadata)
+	var md saver.Metadata
+	if len(rec.Metadata) > 0 {
+		z, err := metasize.Measure(rec.Metadata)
+		if err != nil {
+			return nil, fmt.Errorf("decode checkpoint %s metadata: %w", ref.ID, err)
+		}
+		if z.Over() {
+			return nil, saver.StoredMetadataTooLarge(ref, z)
+		}
+		if err := msgpack.Unmarshal(rec.Metadata, (*map[string]any)(&md)); err != nil {
+			return nil, fmt.Errorf("decode checkpoint %s metadata: %w", ref.ID, err)
+		}
+	}
 	if md == nil {
 		md = saver.Metadata{}
 	}

@@ -3,7 +3,10 @@ package bolt
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/saver-dev/saver"
 )
@@ -509,14 +512,17 @@ func referencedBlobs(ctx context.Context, tx kvTx, thread saver.CheckpointRef) (
 		if err != nil {
 			return err
 		}
-		ref := thread
-		ref.NS, ref.ID = parts[0], parts[1]
-		cp, err := decodeCheckpoint(ref, v)
-		if err != nil {
-			return err
+		// Only the versions: the msgpack decoder steps over the metadata,
+		// which may be past what a read decodes (stored before the limits)
+		// and must not keep a prune from removing it.
+		var rec struct {
+			ChannelVersions map[string]string `msgpack:"channel_versions"`
 		}
-		for ch, ver := range cp.ChannelVersions {
-			out[string(key(ref.NS, ch, ver))] = true
+		if err := msgpack.Unmarshal(v, &rec); err != nil {
+			return fmt.Errorf("decode checkpoint %s versions: %w", parts[1], err)
+		}
+		for ch, ver := range rec.ChannelVersions {
+			out[string(key(parts[0], ch, ver))] = true
 		}
 		return nil
 	})

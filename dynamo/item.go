@@ -13,6 +13,7 @@ import (
 
 	"github.com/saver-dev/saver"
 	"github.com/saver-dev/saver/internal/awsx"
+	"github.com/saver-dev/saver/internal/metasize"
 )
 
 // Attribute names. Items carry their fields as attributes rather than only in
@@ -339,6 +340,13 @@ func decodeCheckpoint(tenant string, it item, l *loads) (*saver.Tuple, error) {
 	maps.Copy(tup.ChannelVersions, stringMap(it[attrVersions]))
 	md := map[string]any{}
 	if b, ok := it[attrMetadata].(*types.AttributeValueMemberB); ok && len(b.Value) > 0 {
+		z, err := metasize.Measure(b.Value)
+		if err != nil {
+			return nil, fmt.Errorf("checkpoint %s: measure metadata: %w", tup.ID, err)
+		}
+		if z.Over() { // stored before the limit: refused, not decoded
+			return nil, saver.StoredMetadataTooLarge(tup.CheckpointRef, z)
+		}
 		if err := msgpack.Unmarshal(b.Value, &md); err != nil {
 			return nil, fmt.Errorf("checkpoint %s: decode metadata: %w", tup.ID, err)
 		}
