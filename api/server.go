@@ -40,6 +40,10 @@ const (
 	// Long enough for a burst of large puts to drain, short enough that
 	// the client's retry comes soon.
 	DefaultMaxBodiesWait = 5 * time.Second
+	// As much for answers as for bodies.
+	DefaultMaxResponsesBytes = 16 * DefaultMaxBodyBytes
+	// Thirty-two pages at once, each held twice (read, then encoded).
+	DefaultHistoryPageBytes = 16 << 20
 )
 
 // Pinger is implemented by stores that can tell whether their backend answers.
@@ -96,6 +100,17 @@ type Server struct {
 	MaxBodiesBytes int64
 	// MaxBodiesWait is how long a request waits for body bytes others hold.
 	MaxBodiesWait time.Duration
+	// MaxResponsesBytes caps the bytes that the answers carrying stored
+	// values (a tuple, a search page, a delta history) hold at once: the
+	// store's reads for them, counted as they are read, and their
+	// encoding; given back when the answer is written. A request that
+	// would pass it waits MaxBodiesWait, then gets 503 with Retry-After;
+	// one that alone needs more gets 413. 0: no cap.
+	MaxResponsesBytes int64
+	// HistoryPageBytes bounds the writes and seeds of one delta-history
+	// answer; a longer history is answered in pages (see
+	// handleDeltaHistory). 0: the whole history at once.
+	HistoryPageBytes int64
 	// PageSize caps the tuples of one search response.
 	PageSize int
 	// RequestTimeout bounds the store work of one request.
@@ -128,8 +143,10 @@ type Server struct {
 	echo   *echo.Echo
 	labels routeLabels
 	bodies *bodyBudget // nil without MaxBodiesBytes
-	server *http.Server
-	ln     net.Listener
+	// responses is nil without MaxResponsesBytes.
+	responses *responseBudget
+	server    *http.Server
+	ln        net.Listener
 }
 
 // routeLabels are the routes and methods the server serves: the only values
@@ -170,10 +187,13 @@ func NewServer(store saver.Store, logger *slog.Logger) *Server {
 		MaxBodyBytes:   DefaultMaxBodyBytes,
 		MaxBodiesBytes: DefaultMaxBodiesBytes,
 		MaxBodiesWait:  DefaultMaxBodiesWait,
-		PageSize:       DefaultPageSize,
-		RequestTimeout: DefaultRequestTimeout,
-		TTL:            ttl.DefaultPolicy(),
-		Now:            time.Now,
+
+		MaxResponsesBytes: DefaultMaxResponsesBytes,
+		HistoryPageBytes:  DefaultHistoryPageBytes,
+		PageSize:          DefaultPageSize,
+		RequestTimeout:    DefaultRequestTimeout,
+		TTL:               ttl.DefaultPolicy(),
+		Now:               time.Now,
 
 		ReadHeaderTimeout: DefaultReadHeaderTimeout,
 		BodyTimeout:       DefaultBodyTimeout,
@@ -190,6 +210,9 @@ func (s *Server) Handler() http.Handler {
 	if s.echo == nil {
 		if s.MaxBodiesBytes > 0 {
 			s.bodies = newBodyBudget(max(s.MaxBodiesBytes, s.MaxBodyBytes), s.MaxBodiesWait)
+		}
+		if s.MaxResponsesBytes > 0 {
+			s.responses = newResponseBudget(s.MaxResponsesBytes, s.MaxBodiesWait)
 		}
 		s.echo = s.newEcho()
 		s.labels = newRouteLabels(s.echo.Routes()) // every route, wherever registered
