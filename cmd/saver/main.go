@@ -185,6 +185,7 @@ func (m *Main) newServer(store saver.Store, caps api.Capabilities) *api.Server {
 	s.Capabilities = caps
 	s.TLSCert, s.TLSKey = m.Config.TLSCert, m.Config.TLSKey
 	s.MaxBodyBytes, s.MaxBodiesBytes = m.Config.MaxBodyBytes, m.Config.MaxBodiesBytes
+	s.MaxResponsesBytes, s.HistoryPageBytes = m.Config.MaxResponsesBytes, m.Config.HistoryPageBytes
 	s.PageSize = m.Config.PageSize
 	s.RequestTimeout = m.Config.RequestTimeout
 	s.ReadHeaderTimeout, s.BodyTimeout = m.Config.ReadHeaderTimeout, m.Config.BodyTimeout
