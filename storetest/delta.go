@@ -392,20 +392,32 @@ func testDeltaPages(t *testing.T, s saver.Store) {
 		parent = id
 	}
 	target := At(ref, "0030")
-	whole := Histories(MustDeltaHistory(t, s, target, "a", "b"))
+	h := MustDeltaHistory(t, s, target, "a", "b")
+	whole := Histories(h)
 	if got := len(whole["b"].Writes); got != 29 {
 		t.Fatalf("whole history of b: %d writes, want 29", got)
 	}
+	var size, ancestor int64 // all writes and seeds; an ancestor's writes at most
+	for _, dh := range h {
+		for i := range dh.Writes {
+			size += dh.Writes[i].Size()
+			ancestor = max(ancestor, 2*dh.Writes[i].Size())
+		}
+		if dh.Seed != nil {
+			size += dh.Seed.Size()
+		}
+	}
 	for _, maxBytes := range []int64{1, 2500, 10000, 1 << 20} {
-		h, requests := PagedDeltaHistory(t, s, target, maxBytes, "a", "b")
-		if diff := cmp.Diff(whole, Histories(h), cmpopts.EquateEmpty()); diff != "" {
+		paged, requests := PagedDeltaHistory(t, s, target, maxBytes, "a", "b")
+		if diff := cmp.Diff(whole, Histories(paged), cmpopts.EquateEmpty()); diff != "" {
 			t.Errorf("pages of %d bytes differ from the whole history (-whole +pages):\n%s", maxBytes, diff)
 		}
-		switch {
-		case maxBytes == 1<<20 && requests != 1:
-			t.Errorf("pages of %d bytes: %d requests, want 1", maxBytes, requests)
-		case maxBytes < 1<<20 && requests < 29*2000/int(max(maxBytes, 2000)):
-			t.Errorf("pages of %d bytes: %d requests, too few for a page", maxBytes, requests)
+		// A page ends after the ancestor that reaches maxBytes.
+		if least := size / (maxBytes + ancestor); maxBytes < size && int64(requests) <= least {
+			t.Errorf("pages of %d bytes: %d requests for %d bytes, want more than %d", maxBytes, requests, size, least)
+		}
+		if maxBytes > size && requests != 1 {
+			t.Errorf("pages of %d bytes: %d requests for %d bytes, want 1", maxBytes, requests, size)
 		}
 	}
 }
