@@ -19,6 +19,11 @@ type DeltaRequest struct {
 	// namespace.
 	CheckpointRef
 	Channels []string
+	// MaxBytes, when positive, bounds one answer: the walk ends after the
+	// first ancestor at which the writes and seeds taken reach it, and the
+	// channels still walking say where their history goes on
+	// (DeltaHistory.Next). 0: the whole history at once.
+	MaxBytes int64
 }
 
 // Validate checks a delta history request.
@@ -54,6 +59,11 @@ type DeltaHistory struct {
 	// (not empty, not expired); nil when the walk reached the root without
 	// finding any, which readers take as "start empty".
 	Seed *Typed
+	// Next, when not empty, says the walk stopped at the request's
+	// MaxBytes: Writes are the newest part of the history, and what comes
+	// before them is the channel's history at checkpoint Next (an ancestor
+	// whose writes are in Writes already), seed included. Seed is then nil.
+	Next string
 }
 
 // DeltaWalk accumulates delta histories over a checkpoint's ancestors,
@@ -69,6 +79,10 @@ type DeltaWalk struct {
 	visited map[string][][]Write
 	seeds   map[string]*Typed
 	ids     map[string]bool
+	// maxBytes bounds the writes and seeds taken (see Limit); bytes counts
+	// them; next is the ancestor the walk stopped at, if it did.
+	maxBytes, bytes int64
+	next            string
 }
 
 // NewDeltaWalk starts a walk for channels.
@@ -85,6 +99,14 @@ func NewDeltaWalk(channels []string) *DeltaWalk {
 	}
 	return w
 }
+
+// Limit makes the walk stop (see Stop) after the first ancestor at which
+// the writes and seeds taken reach maxBytes; 0 takes the whole history.
+func (w *DeltaWalk) Limit(maxBytes int64) { w.maxBytes = maxBytes }
+
+// Stop ends the walk at id, an ancestor visited already: the channels still
+// walking get Next id, their history before it left to another request.
+func (w *DeltaWalk) Stop(id string) { w.next = id }
 
 // Done reports whether every channel has its seed.
 func (w *DeltaWalk) Done() bool { return len(w.remaining) == 0 }
@@ -108,7 +130,7 @@ func (w *DeltaWalk) Remaining() []string {
 // expired). It returns whether the walk goes on to the ancestor's parent:
 // not when every channel has its seed, nor when id was visited already (a
 // parent cycle, which only bad ids make; the ancestor is then not taken
-// again).
+// again), nor when the walk reached its Limit at this ancestor.
 func (w *DeltaWalk) Visit(id string, writes []Write, seed func(channel string) *Typed) bool {
 	if w.Done() || w.ids[id] {
 		return false
@@ -122,6 +144,9 @@ func (w *DeltaWalk) Visit(id string, writes []Write, seed func(channel string) *
 	}
 	for ch, ws := range per {
 		w.visited[ch] = append(w.visited[ch], ws)
+		for i := range ws {
+			w.bytes += ws[i].Size()
+		}
 	}
 	for _, ch := range w.channels {
 		if !w.remaining[ch] {
@@ -129,10 +154,18 @@ func (w *DeltaWalk) Visit(id string, writes []Write, seed func(channel string) *
 		}
 		if v := seed(ch); v != nil {
 			w.seeds[ch] = v
+			w.bytes += v.Size()
 			delete(w.remaining, ch)
 		}
 	}
-	return !w.Done()
+	if w.Done() {
+		return false
+	}
+	if w.maxBytes > 0 && w.bytes >= w.maxBytes {
+		w.Stop(id)
+		return false
+	}
+	return true
 }
 
 // Result returns the history of every channel asked for.
@@ -140,6 +173,9 @@ func (w *DeltaWalk) Result() map[string]*DeltaHistory {
 	out := make(map[string]*DeltaHistory, len(w.channels))
 	for _, ch := range w.channels {
 		h := &DeltaHistory{Seed: w.seeds[ch], Writes: []Write{}}
+		if w.remaining[ch] {
+			h.Next = w.next
+		}
 		for _, ws := range slices.Backward(w.visited[ch]) {
 			h.Writes = append(h.Writes, ws...)
 		}

@@ -110,3 +110,63 @@ func TestDeltaRequestValidate(t *testing.T) {
 		})
 	}
 }
+
+// TestDeltaWalkLimit reads a history in pages, as the clients do: each
+// page's Next is the target of the next request for the channels that go
+// on, and the pages put together are the whole history.
+func TestDeltaWalkLimit(t *testing.T) {
+	// Checkpoints 0 (root) .. 9; a holds a value at 2, b at none.
+	type node struct {
+		writes []saver.Write
+		values map[string]*saver.Typed
+	}
+	nodes := make([]node, 10)
+	for i := range nodes {
+		for _, ch := range []string{"a", "b"} {
+			nodes[i].writes = append(nodes[i].writes, saver.Write{TaskID: "t", Channel: ch, Idx: int64(len(nodes[i].writes)), Value: saver.Typed{Type: "bytes", Data: make([]byte, 100)}})
+		}
+	}
+	nodes[2].values = map[string]*saver.Typed{"a": {Type: "bytes", Data: []byte("seed")}}
+	id := func(i int) string { return string(rune('0' + i)) }
+	history := func(target int, channels []string, limit int64) map[string]*saver.DeltaHistory {
+		w := saver.NewDeltaWalk(channels)
+		w.Limit(limit)
+		for i := target - 1; i >= 0; i-- {
+			if !w.Visit(id(i), nodes[i].writes, func(ch string) *saver.Typed { return nodes[i].values[ch] }) {
+				break
+			}
+		}
+		return w.Result()
+	}
+	whole := history(9, []string{"a", "b"}, 0)
+	for _, limit := range []int64{1, 150, 250, 500, 1 << 20} {
+		got := map[string]*saver.DeltaHistory{}
+		target, channels, requests := 9, []string{"a", "b"}, 0
+		for len(channels) > 0 {
+			requests++
+			var next []string
+			for ch, h := range history(target, channels, limit) {
+				if got[ch] == nil {
+					got[ch] = &saver.DeltaHistory{Writes: []saver.Write{}}
+				}
+				got[ch].Writes = append(append([]saver.Write{}, h.Writes...), got[ch].Writes...)
+				got[ch].Seed = h.Seed
+				if h.Next != "" {
+					next = append(next, ch)
+					target = int(h.Next[0] - '0')
+				}
+			}
+			channels = next
+		}
+		if diff := cmp.Diff(whole, got); diff != "" {
+			t.Errorf("limit %d: pages differ from the whole history (-whole +pages):\n%s", limit, diff)
+		}
+		if limit == 1 && requests != 10 {
+			// A page cannot tell the root has no parent: one more finds it.
+			t.Errorf("limit 1: %d requests, want one per ancestor and one past the root (10)", requests)
+		}
+		if limit == 1<<20 && requests != 1 {
+			t.Errorf("limit over the history: %d requests, want 1", requests)
+		}
+	}
+}

@@ -13,10 +13,10 @@ import (
 
 func (s *Server) registerCheckpointRoutes(g *echo.Group) {
 	g.POST("/threads/:thread_id/checkpoints", s.handleCheckpointPut)
-	g.GET("/threads/:thread_id/checkpoint", s.handleCheckpointGet)
+	g.GET("/threads/:thread_id/checkpoint", s.handleCheckpointGet, s.budgetAnswer)
 	g.POST("/threads/:thread_id/writes", s.handleWritesPut)
-	g.POST("/threads/:thread_id/delta-history", s.handleDeltaHistory)
-	g.POST("/checkpoints/search", s.handleCheckpointSearch)
+	g.POST("/threads/:thread_id/delta-history", s.handleDeltaHistory, s.budgetAnswer)
+	g.POST("/checkpoints/search", s.handleCheckpointSearch, s.budgetAnswer)
 }
 
 // threadID returns the unescaped thread id of the path. Routing runs on the

@@ -179,16 +179,14 @@ func decodeJSON(body []byte, v any, hold func(int) error) error {
 }
 
 // respond writes v with status in the media type the caller asked for:
-// Accept first, then the request's Content-Type, then JSON.
+// Accept first, then the request's Content-Type, then JSON. The encoding
+// counts against the request's response budget, if it has one (encode).
 func respond(c echo.Context, status int, v any) error {
-	if wantsMsgpack(c.Request()) {
-		b, err := msgpack.Marshal(v)
-		if err != nil {
-			return fmt.Errorf("api: encode msgpack response: %w", err)
-		}
-		return c.Blob(status, mimeMsgpack, b)
+	mt, b, err := encode(c, v)
+	if err != nil {
+		return err
 	}
-	return c.JSON(status, v)
+	return c.Blob(status, mt, b)
 }
 
 func wantsMsgpack(r *http.Request) bool {

@@ -13,6 +13,9 @@ type deltaHistoryRequest struct {
 	// CheckpointID names the target; "" means the latest of the namespace.
 	CheckpointID string   `json:"checkpoint_id" msgpack:"checkpoint_id"`
 	Channels     []string `json:"channels" msgpack:"channels"`
+	// Paged says the client follows next: a history over the server's
+	// page is answered in pages rather than refused.
+	Paged bool `json:"paged" msgpack:"paged"`
 }
 
 type deltaHistoryResponse struct {
@@ -23,10 +26,20 @@ type deltaHistory struct {
 	Writes []saver.Write `json:"writes" msgpack:"writes"`
 	// Seed is null when the walk reached the root without finding a value.
 	Seed *saver.Typed `json:"seed" msgpack:"seed"`
+	// Next, present on a page that does not end the history, is the
+	// checkpoint id to ask next for this channel: its history there (seed
+	// included) comes before these writes.
+	Next string `json:"next,omitempty" msgpack:"next,omitempty"`
 }
 
 // handleDeltaHistory answers LangGraph's get_delta_channel_history in one
-// request, whatever the depth of the chain.
+// request, whatever the depth of the chain, as long as its writes and seeds
+// fit HistoryPageBytes. A longer history is answered a page at a time to a
+// paged request: the newest part of each unfinished channel's history with
+// the ancestor to ask for next, where the walk goes on. A request that is
+// not paged is refused it (413), since a client unaware of pages would take
+// one for the whole. Either way one answer holds about a page, never the
+// whole history.
 func (s *Server) handleDeltaHistory(c echo.Context) error {
 	tid, err := threadID(c)
 	if err != nil {
@@ -39,6 +52,7 @@ func (s *Server) handleDeltaHistory(c echo.Context) error {
 	in := saver.DeltaRequest{
 		CheckpointRef: saver.CheckpointRef{Tenant: s.tenant(c), ThreadID: tid, NS: req.CheckpointNS, ID: req.CheckpointID},
 		Channels:      req.Channels,
+		MaxBytes:      s.HistoryPageBytes,
 	}
 	if err := in.Validate(); err != nil {
 		return err
@@ -53,7 +67,10 @@ func (s *Server) handleDeltaHistory(c echo.Context) error {
 		if writes == nil {
 			writes = []saver.Write{}
 		}
-		resp.Channels[ch] = deltaHistory{Writes: writes, Seed: h.Seed}
+		if h.Next != "" && !req.Paged {
+			return saver.Errorf(saver.ETOOLARGE, "The delta history of channel %q is over the %d bytes of one answer; send paged: true and follow each channel's next.", ch, s.HistoryPageBytes)
+		}
+		resp.Channels[ch] = deltaHistory{Writes: writes, Seed: h.Seed, Next: h.Next}
 	}
 	return respond(c, http.StatusOK, resp)
 }

@@ -63,7 +63,15 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if c.Request().Method == http.MethodHead {
 		werr = c.NoContent(status)
 	} else {
-		werr = respond(c, status, errorBody{Error: detail})
+		// Not charged to the response budget: an error body is small, and
+		// the request's share may be given back already (a panic unwinds
+		// past budgetAnswer before Recover hands its error here), so a
+		// charge now would never be returned.
+		var mt string
+		var b []byte
+		if mt, b, werr = encodeAs(c, errorBody{Error: detail}); werr == nil {
+			werr = c.Blob(status, mt, b)
+		}
 	}
 	if werr != nil {
 		s.Logger.Error("cannot write error response", slog.Any("error", werr))

@@ -48,6 +48,10 @@ const (
 	DefaultMaxConnsPerClient = DefaultMaxConns / 8
 	// A quarter of the connections busy with one client's requests at once.
 	DefaultMaxClientRequests = DefaultMaxConns / 4
+	// As much for answers as for bodies.
+	DefaultMaxResponsesBytes = 16 * DefaultMaxBodyBytes
+	// Thirty-two pages at once, each held twice (read, then encoded).
+	DefaultHistoryPageBytes = 16 << 20
 )
 
 // Pinger is implemented by stores that can tell whether their backend answers.
@@ -115,6 +119,17 @@ type Server struct {
 	// MaxClientBodiesBytes) has in flight; past it a request gets 503 at
 	// once. 0: no cap.
 	MaxClientRequests int
+	// MaxResponsesBytes caps the bytes that the answers carrying stored
+	// values (a tuple, a search page, a delta history) hold at once: the
+	// store's reads for them, counted as they are read, and their
+	// encoding; given back when the answer is written. A request that
+	// would pass it waits MaxBodiesWait, then gets 503 with Retry-After;
+	// one that alone needs more gets 413. 0: no cap.
+	MaxResponsesBytes int64
+	// HistoryPageBytes bounds the writes and seeds of one delta-history
+	// answer; a longer history is answered in pages (see
+	// handleDeltaHistory). 0: the whole history at once.
+	HistoryPageBytes int64
 	// PageSize caps the tuples of one search response.
 	PageSize int
 	// RequestTimeout bounds the store work of one request.
@@ -150,12 +165,13 @@ type Server struct {
 	// request is DefaultTenant's (cmd/saver allows that on loopback only).
 	Keys *Keys
 
-	echo     *echo.Echo
-	labels   routeLabels
-	bodies   *bodyBudget // nil without MaxBodiesBytes
-	requests *shares     // nil without MaxClientRequests
-	server   *http.Server
-	ln       net.Listener
+	echo      *echo.Echo
+	labels    routeLabels
+	bodies    *bodyBudget     // nil without MaxBodiesBytes
+	requests  *shares         // nil without MaxClientRequests
+	responses *responseBudget // nil without MaxResponsesBytes
+	server    *http.Server
+	ln        net.Listener
 }
 
 // routeLabels are the routes and methods the server serves: the only values
@@ -197,10 +213,12 @@ func NewServer(store saver.Store, logger *slog.Logger) *Server {
 		MaxBodiesBytes: DefaultMaxBodiesBytes,
 		MaxBodiesWait:  DefaultMaxBodiesWait,
 
-		PageSize:       DefaultPageSize,
-		RequestTimeout: DefaultRequestTimeout,
-		TTL:            ttl.DefaultPolicy(),
-		Now:            time.Now,
+		MaxResponsesBytes: DefaultMaxResponsesBytes,
+		HistoryPageBytes:  DefaultHistoryPageBytes,
+		PageSize:          DefaultPageSize,
+		RequestTimeout:    DefaultRequestTimeout,
+		TTL:               ttl.DefaultPolicy(),
+		Now:               time.Now,
 
 		MaxClientBodiesBytes: DefaultMaxClientBodiesBytes,
 		MaxClientRequests:    DefaultMaxClientRequests,
@@ -228,6 +246,9 @@ func (s *Server) Handler() http.Handler {
 		}
 		if s.MaxClientRequests > 0 {
 			s.requests = newShares(int64(s.MaxClientRequests))
+		}
+		if s.MaxResponsesBytes > 0 {
+			s.responses = newResponseBudget(s.MaxResponsesBytes, clientResponses(s.MaxResponsesBytes, s.HistoryPageBytes), s.MaxBodiesWait)
 		}
 		s.echo = s.newEcho()
 		s.labels = newRouteLabels(s.echo.Routes()) // every route, wherever registered
@@ -359,6 +380,13 @@ func (s *Server) limitBody(next echo.HandlerFunc) echo.HandlerFunc {
 		req.Body = http.MaxBytesReader(c.Response(), req.Body, s.MaxBodyBytes)
 		return next(c)
 	}
+}
+
+// clientResponses is one client's share of a response budget of limit
+// bytes: a quarter, as for bodies, yet room for a history page held twice
+// (read, then encoded), or no share at all when the budget is that small.
+func clientResponses(limit, page int64) int64 {
+	return max(limit/4, 2*page)
 }
 
 // ctxKeyBodyTimeout holds the BodyTimeout a request's body is read under.

@@ -120,7 +120,7 @@ func (s *Store) GetTuple(ctx context.Context, ref saver.CheckpointRef) (*saver.T
 		if cp == nil {
 			return saver.CheckpointNotFound(ref)
 		}
-		tup, err = readTuple(tx, cp, now)
+		tup, err = readTuple(ctx, tx, cp, now)
 		return err
 	})
 	if err != nil {
@@ -168,14 +168,21 @@ func lastWithPrefix(c kvCursor, prefix, upper []byte) ([]byte, []byte) {
 
 // readTuple completes a checkpoint with its values, resolved by direct
 // lookups through its channel versions, and its writes, leaving out what
-// has expired at now.
-func readTuple(tx kvTx, cp *saver.Checkpoint, now time.Time) (*saver.Tuple, error) {
+// has expired at now. The bytes it reads are charged to ctx's budget
+// (saver.Take) before they are decoded.
+func readTuple(ctx context.Context, tx kvTx, cp *saver.Checkpoint, now time.Time) (*saver.Tuple, error) {
+	if err := saver.Take(ctx, cp.Body.Size()); err != nil {
+		return nil, err
+	}
 	tup := &saver.Tuple{Checkpoint: *cp}
 	bb := tx.Bucket(bucketBlobs)
 	for ch, ver := range cp.ChannelVersions {
 		v := bb.Get(blobKey(cp.CheckpointRef, ch, ver))
 		if v == nil {
 			continue
+		}
+		if err := saver.Take(ctx, int64(len(v))); err != nil {
+			return nil, err
 		}
 		val, exp, err := decodeBlob(v)
 		if err != nil {
@@ -188,6 +195,6 @@ func readTuple(tx kvTx, cp *saver.Checkpoint, now time.Time) (*saver.Tuple, erro
 	}
 	slices.SortFunc(tup.Values, func(a, b saver.Blob) int { return strings.Compare(a.Channel, b.Channel) })
 	var err error
-	tup.Writes, err = readWrites(tx, cp.CheckpointRef, now)
+	tup.Writes, err = readWrites(ctx, tx, cp.CheckpointRef, now)
 	return tup, err
 }

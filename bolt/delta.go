@@ -10,8 +10,10 @@ import (
 // DeltaHistory walks the target's parent chain in one read transaction:
 // per ancestor, a lookup of its record, a scan of its writes (which sort
 // right after it) and a lookup of the blob of each channel still walking.
+// It stops at in.MaxBytes, and charges what it reads to ctx's budget.
 func (s *Store) DeltaHistory(ctx context.Context, in saver.DeltaRequest) (map[string]*saver.DeltaHistory, error) {
 	walk := saver.NewDeltaWalk(in.Channels)
+	walk.Limit(in.MaxBytes)
 	if walk.Done() {
 		return walk.Result(), nil
 	}
@@ -29,7 +31,7 @@ func (s *Store) DeltaHistory(ctx context.Context, in saver.DeltaRequest) (map[st
 				break
 			}
 			var writes []saver.Write
-			if writes, err = readWrites(tx, cp.CheckpointRef, now); err != nil {
+			if writes, err = readWrites(ctx, tx, cp.CheckpointRef, now); err != nil {
 				break
 			}
 			more := walk.Visit(cp.ID, writes, func(ch string) *saver.Typed {
@@ -37,7 +39,7 @@ func (s *Store) DeltaHistory(ctx context.Context, in saver.DeltaRequest) (map[st
 					return nil
 				}
 				var v *saver.Typed
-				v, err = liveValue(bb, cp, ch, now)
+				v, err = liveValue(bb, cp, ch, now, func(n int64) error { return saver.Take(ctx, n) })
 				return v
 			})
 			if !more {
@@ -53,8 +55,9 @@ func (s *Store) DeltaHistory(ctx context.Context, in saver.DeltaRequest) (map[st
 }
 
 // liveValue returns the checkpoint's value of channel: its blob at the
-// checkpoint's version, unless absent, empty or expired.
-func liveValue(bb kvBucket, cp *saver.Checkpoint, channel string, now time.Time) (*saver.Typed, error) {
+// checkpoint's version, unless absent, empty or expired. take, if not nil,
+// is charged the blob's bytes before they are decoded.
+func liveValue(bb kvBucket, cp *saver.Checkpoint, channel string, now time.Time, take func(n int64) error) (*saver.Typed, error) {
 	ver, ok := cp.ChannelVersions[channel]
 	if !ok {
 		return nil, nil
@@ -62,6 +65,11 @@ func liveValue(bb kvBucket, cp *saver.Checkpoint, channel string, now time.Time)
 	v := bb.Get(blobKey(cp.CheckpointRef, channel, ver))
 	if v == nil {
 		return nil, nil
+	}
+	if take != nil {
+		if err := take(int64(len(v))); err != nil {
+			return nil, err
+		}
 	}
 	val, exp, err := decodeBlob(v)
 	if err != nil || val.Type == saver.EmptyType || saver.Expired(exp, now) {

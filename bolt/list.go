@@ -53,7 +53,7 @@ func (s *Store) ListCheckpoints(ctx context.Context, f saver.ListFilter) ([]*sav
 			if !bytes.Equal(k, it.k) {
 				return fmt.Errorf("checkpoint key %q is gone from the transaction", it.k)
 			}
-			tup, err := listed(tx, it, v, f, now)
+			tup, err := listed(ctx, tx, it, v, f, now)
 			if err != nil {
 				return err
 			}
@@ -80,7 +80,7 @@ func (s *Store) ListCheckpoints(ctx context.Context, f saver.ListFilter) ([]*sav
 
 // listed returns the tuple of the iterator's current checkpoint, whose
 // record is v, or nil if it has expired at now or f does not match it.
-func listed(tx kvTx, it *groupIter, v []byte, f saver.ListFilter, now time.Time) (*saver.Tuple, error) {
+func listed(ctx context.Context, tx kvTx, it *groupIter, v []byte, f saver.ListFilter, now time.Time) (*saver.Tuple, error) {
 	if ok, err := live(v, now); !ok {
 		return nil, err
 	}
@@ -88,7 +88,7 @@ func listed(tx kvTx, it *groupIter, v []byte, f saver.ListFilter, now time.Time)
 	if err != nil || !f.Matches(cp) {
 		return nil, err
 	}
-	return readTuple(tx, cp, now)
+	return readTuple(ctx, tx, cp, now)
 }
 
 // listGroups returns the (thread, namespace) groups in the filter's scope.

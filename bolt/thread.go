@@ -302,7 +302,7 @@ func (r *chainReader) node(id string) (*saver.ChainNode, error) {
 	bb := r.tx.Bucket(bucketBlobs)
 	n := &saver.ChainNode{ID: id, ParentID: cp.ParentID, Seeds: map[string]bool{}}
 	for ch := range cp.ChannelVersions {
-		v, err := liveValue(bb, cp, ch, r.now)
+		v, err := liveValue(bb, cp, ch, r.now, nil)
 		if err != nil {
 			return nil, err
 		}

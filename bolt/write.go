@@ -52,8 +52,9 @@ func (s *Store) PutWrites(ctx context.Context, in saver.PutWrites) error {
 
 // readWrites returns the writes of a checkpoint that have not expired at
 // now, in a tuple's order (saver.SortWrites). Keys give (task_id, idx)
-// order; the task path is in the value.
-func readWrites(tx kvTx, ref saver.CheckpointRef, now time.Time) ([]saver.Write, error) {
+// order; the task path is in the value. Their bytes are charged to ctx's
+// budget (saver.Take) before they are decoded.
+func readWrites(ctx context.Context, tx kvTx, ref saver.CheckpointRef, now time.Time) ([]saver.Write, error) {
 	prefix := checkpointKey(ref)
 	var writes []saver.Write
 	c := tx.Bucket(bucketWrites).Cursor()
@@ -68,6 +69,9 @@ func readWrites(tx kvTx, ref saver.CheckpointRef, now time.Time) ([]saver.Write,
 		}
 		idx, err := parseIdx(parts[0])
 		if err != nil {
+			return nil, err
+		}
+		if err := saver.Take(ctx, int64(len(v))); err != nil {
 			return nil, err
 		}
 		w, exp, err := decodeWrite(taskID, idx, v)

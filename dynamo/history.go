@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/saver-dev/saver"
+	"github.com/saver-dev/saver/internal/awsx"
 )
 
 // attrBrought is a checkpoint's record of the blobs its put brought: channel
@@ -44,6 +45,11 @@ var historyAttrs = []string{attrSK, attrKind, attrID, attrParent, attrVersions, 
 // finds no value after all (the hint is missing, or the blob expired) makes
 // the walk go on past it.
 //
+// The chain stops at the ancestor whose writes reach in.MaxBytes (the
+// channels still walking then say where they go on), so that the scan
+// holds about that much and a Query page; what it reads is charged to
+// ctx's budget (saver.Take) as the pages arrive.
+//
 // Checkpoint ids that LangGraph makes grow along the chain, so the
 // ancestors all sort below the target. A parent that sorts above its child
 // (ids from elsewhere) sends the walk to one GetTuple per ancestor instead.
@@ -73,7 +79,7 @@ func (s *Store) deltaHistory(ctx context.Context, in saver.DeltaRequest) (map[st
 	}
 	project(&h.in.ProjectionExpression, &h.in.ExpressionAttributeNames, historyAttrs)
 	for {
-		plan, err := h.plan(ctx, in.Channels)
+		plan, err := h.plan(ctx, in.Channels, in.MaxBytes)
 		if err != nil {
 			return nil, err
 		}
@@ -88,7 +94,7 @@ func (s *Store) deltaHistory(ctx context.Context, in saver.DeltaRequest) (map[st
 			return nil, err
 		}
 		if seeds != nil {
-			return h.collect(ctx, in.Channels, plan.chain, seeds)
+			return h.collect(ctx, in, plan, seeds)
 		}
 		// A candidate held no value: plan again without it.
 	}
@@ -133,6 +139,13 @@ type historyScan struct {
 func (h *historyScan) page(ctx context.Context) error {
 	out, err := h.s.table.QueryPage(ctx, h.in)
 	if err != nil {
+		return err
+	}
+	var n int
+	for _, it := range out.Items {
+		n += awsx.ItemSize(it)
+	}
+	if err := saver.Take(ctx, int64(n)); err != nil {
 		return err
 	}
 	for _, it := range out.Items {
@@ -207,11 +220,14 @@ type historyPlan struct {
 	chain      []*histNode // the target's ancestors, nearest first, as far as any walk goes
 	candidates map[seedAt]string
 	outOfOrder bool
+	// cut says the chain stops at the request's MaxBytes, with walks
+	// that go on past it.
+	cut bool
 }
 
 // plan follows the chain from the target's parent and finds, per channel,
 // the nearest ancestor that holds a value of it, reading pages as needed.
-func (h *historyScan) plan(ctx context.Context, channels []string) (*historyPlan, error) {
+func (h *historyScan) plan(ctx context.Context, channels []string, maxBytes int64) (*historyPlan, error) {
 	for h.target == "" && !h.done {
 		if err := h.page(ctx); err != nil {
 			return nil, err
@@ -232,7 +248,12 @@ func (h *historyScan) plan(ctx context.Context, channels []string) (*historyPlan
 		remaining[ch] = true
 	}
 	seen := map[string]bool{t.id: true}
+	var bytes int64
 	for cur := t; cur.parent != "" && len(remaining) > 0; {
+		if maxBytes > 0 && bytes >= maxBytes {
+			p.cut = true
+			break
+		}
 		a, outOfOrder, err := h.node(ctx, cur.parent)
 		if err != nil || outOfOrder {
 			p.outOfOrder = outOfOrder
@@ -243,6 +264,11 @@ func (h *historyScan) plan(ctx context.Context, channels []string) (*historyPlan
 		}
 		seen[a.id] = true
 		p.chain = append(p.chain, a)
+		for _, it := range a.writes {
+			if remaining[getS(it, attrChannel)] || isBundle(it) {
+				bytes += int64(awsx.ItemSize(it))
+			}
+		}
 		for ch := range remaining {
 			holds, outOfOrder, err := h.holds(ctx, a, ch)
 			if err != nil || outOfOrder {
@@ -334,7 +360,8 @@ func (h *historyScan) readSeeds(ctx context.Context, candidates map[seedAt]strin
 }
 
 // collect decodes the chain's writes, fetching offloaded ones, and walks it.
-func (h *historyScan) collect(ctx context.Context, channels []string, chain []*histNode, seeds map[seedAt]*saver.Typed) (map[string]*saver.DeltaHistory, error) {
+func (h *historyScan) collect(ctx context.Context, in saver.DeltaRequest, plan *historyPlan, seeds map[seedAt]*saver.Typed) (map[string]*saver.DeltaHistory, error) {
+	channels, chain := in.Channels, plan.chain
 	wanted := make(map[string]bool, len(channels))
 	for _, ch := range channels {
 		wanted[ch] = true
@@ -367,6 +394,8 @@ func (h *historyScan) collect(ctx context.Context, channels []string, chain []*h
 		return nil, err
 	}
 	walk := saver.NewDeltaWalk(channels)
+	walk.Limit(in.MaxBytes)
+	stopped := false
 	for i, n := range chain {
 		p := parts[i]
 		for _, w := range p.writes {
@@ -377,8 +406,12 @@ func (h *historyScan) collect(ctx context.Context, channels []string, chain []*h
 		}
 		saver.SortWrites(p.tup.Writes)
 		if !walk.Visit(n.id, p.tup.Writes, func(ch string) *saver.Typed { return seeds[seedAt{n.id, ch}] }) {
+			stopped = true
 			break
 		}
+	}
+	if plan.cut && !stopped {
+		walk.Stop(chain[len(chain)-1].id)
 	}
 	return walk.Result(), nil
 }
@@ -387,6 +420,7 @@ func (h *historyScan) collect(ctx context.Context, channels []string, chain []*h
 // whose ids do not grow from parent to child, which LangGraph never makes.
 func (s *Store) historyByTuples(ctx context.Context, in saver.DeltaRequest) (map[string]*saver.DeltaHistory, error) {
 	walk := saver.NewDeltaWalk(in.Channels)
+	walk.Limit(in.MaxBytes)
 	tup, err := s.getTupleOrNil(ctx, in.CheckpointRef)
 	for err == nil && tup != nil && tup.ParentID != "" {
 		ref := tup.CheckpointRef

@@ -23,6 +23,7 @@ var deltaTests = []test{
 	{"TaskPathOrder", testDeltaTaskPathOrder},
 	{"ManyWrites", testDeltaManyWrites},
 	{"LongChain", testDeltaLongChain},
+	{"Pages", testDeltaPages},
 	{"UnknownTarget", testDeltaUnknownTarget},
 	{"NoChannels", testDeltaNoChannels},
 	{"MissingParent", testDeltaMissingParent},
@@ -336,6 +337,89 @@ func testDeltaLongChain(t *testing.T, s saver.Store) {
 		parent = id
 	}
 	MustEqualHistory(t, s, At(ref, "0250"), map[string]History{"messages": seeded("S10", want...)})
+}
+
+// PagedDeltaHistory reads the histories of channels at ref's checkpoint
+// in pages of maxBytes, as the clients do: each unfinished channel's Next
+// is the target of the next request for it, whose history comes before.
+// It returns the whole histories and the number of requests.
+func PagedDeltaHistory(tb testing.TB, s saver.Store, ref saver.CheckpointRef, maxBytes int64, channels ...string) (map[string]*saver.DeltaHistory, int) {
+	tb.Helper()
+	out := map[string]*saver.DeltaHistory{}
+	requests := 0
+	for len(channels) > 0 {
+		in := saver.DeltaRequest{CheckpointRef: ref, Channels: channels, MaxBytes: maxBytes}
+		h, err := s.DeltaHistory(tb.Context(), in)
+		if err != nil {
+			tb.Fatalf("DeltaHistory(%+v): %v", in, err)
+		}
+		requests++
+		channels = nil
+		for ch, page := range h {
+			whole := out[ch]
+			if whole == nil {
+				whole = &saver.DeltaHistory{}
+				out[ch] = whole
+			}
+			whole.Writes = append(page.Writes, whole.Writes...)
+			whole.Seed = page.Seed
+			if page.Next != "" {
+				if len(channels) > 0 && page.Next != ref.ID {
+					tb.Fatalf("one page continues at %s and %s", ref.ID, page.Next)
+				}
+				channels, ref.ID = append(channels, ch), page.Next
+			}
+		}
+	}
+	return out, requests
+}
+
+// testDeltaPages reads a history in pages of a few writes: together they
+// are the whole, and a page over the history is the one request.
+func testDeltaPages(t *testing.T, s saver.Store) {
+	ref := NewRef()
+	value := strings.Repeat("v", 1000)
+	parent := ""
+	for i := 1; i <= 30; i++ {
+		id := fmt.Sprintf("%04d", i)
+		a := fmt.Sprintf("a=%d:", i)
+		if i == 5 {
+			a += "A5"
+		}
+		PutDelta(t, s, ref, id, parent, []string{a, fmt.Sprintf("b=%d:", i)}, "a", "b")
+		MustPutWrites(t, s, At(ref, id), DeltaWrite("t", "a", fmt.Sprint("a", i, value)),
+			saver.Write{TaskID: "t", Idx: 1, Channel: "b", Value: Typed(fmt.Sprint("b", i, value))})
+		parent = id
+	}
+	target := At(ref, "0030")
+	h := MustDeltaHistory(t, s, target, "a", "b")
+	whole := Histories(h)
+	if got := len(whole["b"].Writes); got != 29 {
+		t.Fatalf("whole history of b: %d writes, want 29", got)
+	}
+	var size, ancestor int64 // all writes and seeds; an ancestor's writes at most
+	for _, dh := range h {
+		for i := range dh.Writes {
+			size += dh.Writes[i].Size()
+			ancestor = max(ancestor, 2*dh.Writes[i].Size())
+		}
+		if dh.Seed != nil {
+			size += dh.Seed.Size()
+		}
+	}
+	for _, maxBytes := range []int64{1, 2500, 10000, 1 << 20} {
+		paged, requests := PagedDeltaHistory(t, s, target, maxBytes, "a", "b")
+		if diff := cmp.Diff(whole, Histories(paged), cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("pages of %d bytes differ from the whole history (-whole +pages):\n%s", maxBytes, diff)
+		}
+		// A page ends after the ancestor that reaches maxBytes.
+		if least := size / (maxBytes + ancestor); maxBytes < size && int64(requests) <= least {
+			t.Errorf("pages of %d bytes: %d requests for %d bytes, want more than %d", maxBytes, requests, size, least)
+		}
+		if maxBytes > size && requests != 1 {
+			t.Errorf("pages of %d bytes: %d requests for %d bytes, want 1", maxBytes, requests, size)
+		}
+	}
 }
 
 // testDeltaUnknownTarget answers empty histories, as the base class does.

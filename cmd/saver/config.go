@@ -62,6 +62,10 @@ type Config struct {
 	SweepEvery                                                time.Duration // background orphan sweep period; 0 disables
 	SweepGrace                                                time.Duration // age an orphan must reach before a sweep removes it
 	Metrics                                                   bool          // serve Prometheus metrics at /metrics
+
+	// Bytes all answers carrying stored values hold at once, and the
+	// writes and seeds of one delta-history page.
+	MaxResponsesBytes, HistoryPageBytes int64
 }
 
 // DefaultConfig is what `saver serve` runs with when nothing is set: the
@@ -96,6 +100,9 @@ func DefaultConfig() Config {
 		PatchCache:   dynamo.DefaultRecentBytes,
 		SweepGrace:   time.Hour,
 		Metrics:      true,
+
+		MaxResponsesBytes: api.DefaultMaxResponsesBytes,
+		HistoryPageBytes:  api.DefaultHistoryPageBytes,
 	}
 }
 
@@ -214,6 +221,24 @@ func settings() []envVar {
 			c.MaxClientRequests = n
 			return nil
 		}, autoGet(func(c *Config) int64 { return int64(c.MaxClientRequests) }, "max-conns/4"))
+	add("SAVER_MAX_RESPONSES", "max-responses", "most bytes held at once by the answers that carry stored values (get_tuple, list, delta history), all requests together, counted as the store reads them, at least max-body; a request past it waits up to 5s, then gets 503; one that alone needs more gets 413",
+		func(c *Config, v string) error {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return fmt.Errorf("not a byte count: %q", v)
+			}
+			c.MaxResponsesBytes = n
+			return nil
+		}, func(c *Config) string { return strconv.FormatInt(c.MaxResponsesBytes, 10) })
+	add("SAVER_HISTORY_PAGE", "history-page", "bytes of writes and seeds in one delta-history answer; a longer history is answered in pages, which the clients follow",
+		func(c *Config, v string) error {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return fmt.Errorf("not a byte count: %q", v)
+			}
+			c.HistoryPageBytes = n
+			return nil
+		}, func(c *Config) string { return strconv.FormatInt(c.HistoryPageBytes, 10) })
 	add("SAVER_PAGE_SIZE", "page-size", "most checkpoints in one list response",
 		func(c *Config, v string) error {
 			n, err := strconv.Atoi(v)
@@ -397,6 +422,12 @@ func (c *Config) Validate() error {
 	// a share of all of it is no share, which 0 says plainly.
 	if n := c.ClientBodies(); n != 0 && (n < c.MaxBodyBytes || n > c.MaxBodiesBytes) {
 		errs = append(errs, fmt.Errorf("max-client-bodies %d: must be between max-body (%d) and max-bodies (%d), or 0 for no share", n, c.MaxBodyBytes, c.MaxBodiesBytes))
+	}
+	if c.MaxResponsesBytes < c.MaxBodyBytes {
+		errs = append(errs, fmt.Errorf("max-responses %d: must be at least max-body (%d)", c.MaxResponsesBytes, c.MaxBodyBytes))
+	}
+	if c.HistoryPageBytes < 1 || c.HistoryPageBytes > c.MaxResponsesBytes {
+		errs = append(errs, fmt.Errorf("history-page %d: must be between 1 and max-responses (%d)", c.HistoryPageBytes, c.MaxResponsesBytes))
 	}
 	if c.PageSize < 1 || c.PageSize > 1000 {
 		errs = append(errs, fmt.Errorf("page-size %d: must be between 1 and 1000", c.PageSize))

@@ -186,6 +186,7 @@ func (m *Main) newServer(store saver.Store, caps api.Capabilities) *api.Server {
 	s.TLSCert, s.TLSKey = m.Config.TLSCert, m.Config.TLSKey
 	s.MaxBodyBytes, s.MaxBodiesBytes = m.Config.MaxBodyBytes, m.Config.MaxBodiesBytes
 	s.MaxClientBodiesBytes, s.MaxClientRequests = m.Config.ClientBodies(), m.Config.ClientRequests()
+	s.MaxResponsesBytes, s.HistoryPageBytes = m.Config.MaxResponsesBytes, m.Config.HistoryPageBytes
 	s.PageSize = m.Config.PageSize
 	s.RequestTimeout = m.Config.RequestTimeout
 	s.ReadHeaderTimeout, s.BodyTimeout = m.Config.ReadHeaderTimeout, m.Config.BodyTimeout

@@ -447,6 +447,9 @@ export class HTTPSaver extends BaseCheckpointSaver implements Ledger {
   /**
    * The on-path writes and seed of each DeltaChannel, in one request to the
    * service (see BaseCheckpointSaver.getDeltaChannelHistory for the contract).
+   * A history over the service's page (SAVER_HISTORY_PAGE) comes in pages,
+   * newest first: each channel whose history goes on names, as `next`, the
+   * ancestor to ask for it next; the pages put together are the whole.
    * Against a service without that route, the base class's walk over
    * `getTuple` is used.
    */
@@ -458,38 +461,58 @@ export class HTTPSaver extends BaseCheckpointSaver implements Ledger {
     if (channels.length === 0) return {};
     if (!this.deltaRoute) return super.getDeltaChannelHistory(options);
     const conf = (cfg.configurable ?? {}) as Record<string, unknown>;
-    const empty = () => Object.fromEntries(channels.map((ch) => [ch, { writes: [] }]));
-    if (conf.thread_id === undefined || conf.thread_id === null) return empty();
-    let wire: unknown;
-    try {
-      wire = await this.transport.request("POST", `/v1/threads/${seg(conf.thread_id)}/delta-history`, {
-        body: { checkpoint_ns: String(conf.checkpoint_ns ?? ""), checkpoint_id: getCheckpointId(cfg), channels },
-      });
-    } catch (err) {
-      if (err instanceof NotFoundError) return empty();
-      if (err instanceof NoRouteError) {
-        this.deltaRoute = false;
-        this.logger.warn("the saver service has no delta-history route; walking checkpoints one by one instead");
-        return super.getDeltaChannelHistory(options);
+    const out: Record<string, DeltaChannelHistory> = Object.fromEntries(channels.map((ch) => [ch, { writes: [] }]));
+    if (conf.thread_id === undefined || conf.thread_id === null) return out;
+    let target = getCheckpointId(cfg);
+    let asking = channels;
+    const seen = new Set<string>();
+    while (asking.length > 0) {
+      let wire: unknown;
+      try {
+        wire = await this.transport.request("POST", `/v1/threads/${seg(conf.thread_id)}/delta-history`, {
+          body: { checkpoint_ns: String(conf.checkpoint_ns ?? ""), checkpoint_id: target, channels: asking, paged: true },
+        });
+      } catch (err) {
+        if (err instanceof NotFoundError && seen.size === 0) return out;
+        if (err instanceof NoRouteError) {
+          this.deltaRoute = false;
+          this.logger.warn("the saver service has no delta-history route; walking checkpoints one by one instead");
+          return super.getDeltaChannelHistory(options);
+        }
+        throw err;
       }
-      throw err;
-    }
-    if (!isRecord(wire) || !isRecord(wire.channels)) {
-      throw new BadResponseError("bad_response", "delta-history answered without channels");
-    }
-    const out: Record<string, DeltaChannelHistory> = {};
-    for (const ch of channels) {
-      const entry = Object.hasOwn(wire.channels, ch) ? wire.channels[ch] : undefined;
-      const history: DeltaChannelHistory = { writes: [] };
-      if (entry !== undefined && entry !== null) {
+      if (!isRecord(wire) || !isRecord(wire.channels)) {
+        throw new BadResponseError("bad_response", "delta-history answered without channels");
+      }
+      const goingOn: string[] = [];
+      let next: string | undefined;
+      for (const ch of asking) {
+        const entry = Object.hasOwn(wire.channels, ch) ? wire.channels[ch] : undefined;
+        if (entry === undefined || entry === null) continue;
         if (!isRecord(entry)) throw new BadResponseError("bad_response", `malformed delta history of ${ch}`);
+        const writes: DeltaChannelHistory["writes"] = [];
         for (const w of asList(entry.writes, "writes")) {
           if (!isRecord(w) || typeof w.task_id !== "string") throw new BadResponseError("bad_response", "malformed write");
-          history.writes.push([w.task_id, ch, await this.untyped(w.value)]);
+          writes.push([w.task_id, ch, await this.untyped(w.value)]);
         }
+        // A later page is older: its writes come first.
+        const history = out[ch]!;
+        history.writes = [...writes, ...history.writes];
         if (entry.seed !== undefined && entry.seed !== null) history.seed = await this.untyped(entry.seed);
+        if (entry.next !== undefined && entry.next !== null && entry.next !== "") {
+          if (typeof entry.next !== "string" || (next !== undefined && entry.next !== next)) {
+            throw new BadResponseError("bad_response", `delta history page goes on at ${String(entry.next)}`);
+          }
+          next = entry.next;
+          goingOn.push(ch);
+        }
       }
-      out[ch] = history;
+      if (next !== undefined) {
+        if (seen.has(next)) throw new BadResponseError("bad_response", `delta history goes round at ${next}`);
+        seen.add(next);
+        target = next;
+      }
+      asking = goingOn;
     }
     return out;
   }

@@ -10,6 +10,7 @@ delete_for_runs, copy_thread) must leave such threads readable.
 
 from __future__ import annotations
 
+import asyncio
 import operator
 import uuid
 from collections import Counter
@@ -420,3 +421,36 @@ def test_delta_channel_counts(saver: HTTPSaver) -> None:
     counters = tup.metadata.get("counters_since_delta_snapshot")
     assert counters is not None and "messages" in counters
     assert operator.ge(len(counters["messages"]), 2)
+
+
+def test_history_over_a_page(spawn_service: Callable[..., Any]) -> None:
+    """A history over the service's page comes in pages, which the client puts together.
+
+    A chain holding 191 MiB of writes was once one answer of 191 MiB (eight at
+    once killed the service). Here the page is 4 KiB and each turn writes two
+    messages of 500 bytes, so a chain of a few turns since its snapshot is over
+    it: every state, sync and async, is InMemorySaver's, and reading the latest
+    takes more than one request.
+    """
+    svc = spawn_service(env={"SAVER_HISTORY_PAGE": "4096"})
+    saver = CountingSaver(svc.url)
+    expected_graph, graph = chat_graph(InMemorySaver(), Chat), chat_graph(saver, Chat)
+    config = new_config()
+    for i in range(60):
+        message = f"hi {i} " + "x" * 500
+        got = graph.invoke({"messages": [message]}, config, durability="sync")
+        assert got == expected_graph.invoke({"messages": [message]}, config, durability="sync")
+    saver.calls.clear()
+    state = graph.get_state(config)
+    assert state.values == expected_graph.get_state(config).values
+    assert len(state.values["messages"]) == 120
+    assert saver.calls["delta-history"] > 1, saver.calls
+    assert history_sig(list(graph.get_state_history(config))) == history_sig(
+        list(expected_graph.get_state_history(config))
+    )
+
+    async def astate() -> Any:
+        return (await graph.aget_state(config)).values
+
+    assert asyncio.run(astate()) == state.values
+    saver.close()

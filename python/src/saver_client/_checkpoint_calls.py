@@ -186,12 +186,15 @@ class CheckpointCalls(Core):
         Per channel, the writes of the checkpoint's ancestors on its parent
         chain, oldest first, back to the nearest one holding a value of the
         channel (its `seed`), as `BaseCheckpointSaver` defines it; the service
-        walks the chain, however deep.
+        walks the chain, however deep. A history over the service's page
+        (`SAVER_HISTORY_PAGE`) takes a request per page.
         """
         if not channels:
             return {}
-        found = self._send(wire.delta_call(config, channels))
-        return wire.to_histories(self.serde, found, channels)
+        pages = wire.DeltaPages(self.serde, config, channels)
+        while (call := pages.call()) is not None:
+            pages.take(self._send(call))
+        return pages.result()
 
     async def aget_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
@@ -199,5 +202,7 @@ class CheckpointCalls(Core):
         """Async `get_delta_channel_history`."""
         if not channels:
             return {}
-        found = await self._asend(wire.delta_call(config, channels))
-        return wire.to_histories(self.serde, found, channels)
+        pages = wire.DeltaPages(self.serde, config, channels)
+        while (call := pages.call()) is not None:
+            pages.take(await self._asend(call))
+        return pages.result()

@@ -362,14 +362,66 @@ class Search:
         return taken
 
 
-def delta_call(config: RunnableConfig, channels: Sequence[str]) -> Call:
+def delta_call(config: RunnableConfig, channels: Sequence[str], checkpoint_id: str) -> Call:
     conf = config["configurable"]
     body = {
         "checkpoint_ns": conf.get("checkpoint_ns") or "",
-        "checkpoint_id": get_checkpoint_id(config) or "",
+        "checkpoint_id": checkpoint_id,
         "channels": [str(ch) for ch in channels],
+        "paged": True,
     }
     return Call("POST", thread_path(conf["thread_id"], "/delta-history"), body=body)
+
+
+class DeltaPages:
+    """Puts together a delta history the service answers in pages.
+
+    A history within the service's page is one answer. A longer one comes
+    newest part first: each channel whose history goes on names, as `next`,
+    the ancestor whose own history comes before its writes; the next call
+    asks for it there. The pages put together are the whole history.
+    """
+
+    def __init__(self, serde: SerializerProtocol, config: RunnableConfig, channels: Sequence[str]):
+        self._serde = serde
+        self._config = config
+        self._channels = [str(ch) for ch in channels]
+        self._target = get_checkpoint_id(config) or ""
+        self._seen: set[str] = set()
+        self._out: dict[str, DeltaChannelHistory] = {}
+
+    def call(self) -> Call | None:
+        """The next request, or None once the history is whole."""
+        if not self._channels:
+            return None
+        return delta_call(self._config, self._channels, self._target)
+
+    def take(self, wire: Any) -> None:
+        """Take one answer: its writes come before those taken so far."""
+        page = to_histories(self._serde, wire, self._channels)
+        going_on: list[str] = []
+        target = None
+        for ch in self._channels:
+            history = page[ch]
+            older = self._out.get(ch)
+            if older is not None:
+                history["writes"] = history["writes"] + older["writes"]
+            self._out[ch] = history
+            nxt = wire["channels"][ch].get("next")
+            if nxt:
+                if not isinstance(nxt, str) or (target is not None and nxt != target):
+                    raise BadResponseError("bad_response", f"delta history page goes on at {nxt!r}")
+                target = nxt
+                going_on.append(ch)
+        if target is not None:
+            if target in self._seen:
+                raise BadResponseError("bad_response", f"delta history goes round at {target!r}")
+            self._seen.add(target)
+            self._target = target
+        self._channels = going_on
+
+    def result(self) -> dict[str, DeltaChannelHistory]:
+        return self._out
 
 
 def to_histories(
