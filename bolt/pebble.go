@@ -339,6 +339,22 @@ func (s *Store) openPebble(path string, create bool) error {
 		}
 	}
 	opts := pebbleOptions(s.Logger, create)
+	// Damage found in a table is remembered and reported (damage.go), and
+	// the read or compaction that found it fails; Pebble's default is a
+	// Fatalf, which took the process down (or, in a request, answered 500
+	// with Pebble's state left inconsistent).
+	opts.AddEventListener(pebble.EventListener{
+		DataCorruption: func(info pebble.DataCorruptionInfo) {
+			s.noteDamage(fmt.Errorf("table %s: %w", filepath.Base(info.Path), pebble.ErrCorruption), "details", info.Details)
+		},
+		BackgroundError: func(err error) {
+			if pebble.IsCorruptionError(err) {
+				s.noteDamage(err)
+				return
+			}
+			s.Logger.Error("background error", "engine", "pebble", "error", err)
+		},
+	})
 	deadline := time.Now().Add(s.Timeout)
 	for {
 		db, err := pebble.Open(path, opts)
