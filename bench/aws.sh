@@ -16,7 +16,7 @@ SHARED=$PWD/.cache/localstack
 case "${1:-}" in
 up)
 	mkdir -p "$ROOT/localstack" "$ROOT/.cache/localstack"
-	cp localstack/up.sh localstack/down.sh localstack/requirements-s3.txt "$ROOT/localstack/"
+	cp localstack/up.sh localstack/down.sh localstack/loopback.sh localstack/requirements-s3.txt "$ROOT/localstack/"
 	for d in npm venv-s3 venv-moto; do
 		if [ -d "$SHARED/$d" ] && [ ! -e "$ROOT/.cache/localstack/$d" ]; then
 			ln -s "$SHARED/$d" "$ROOT/.cache/localstack/$d"

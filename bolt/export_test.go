@@ -13,3 +13,6 @@ func keyCount(b kvBucket) int {
 	}
 	return n
 }
+
+// Flush writes a Pebble store's memtable to a table.
+func (s *Store) Flush() error { return s.db.(*pebbleEngine).db.Flush() }

@@ -102,25 +102,44 @@ func (e *pebbleEngine) Update(fn func(kvTx) error) error {
 	if b.Empty() {
 		return nil
 	}
-	if err := e.roomFor(uint64(b.Len())); err != nil {
+	if err := e.roomFor(uint64(b.Len()), !t.puts); err != nil {
 		return err
 	}
 	return b.Commit(pebble.Sync)
 }
 
-// roomFor fails with ENOSPC unless the file system keeps the reserve free
-// besides n bytes. Pebble treats a failed write of its log as fatal (it
-// cannot tell what of the commit reached the disk), so writes must stop
-// before the disk is full; the reserve leaves room for the flushes and
-// compactions that follow what was committed. A write refused here is
+// roomFor fails with ENOSPC unless a commit of n bytes leaves the file
+// system its reserve free once it is on disk. Pebble treats a failed write
+// of its log as fatal (it cannot tell what of the commit reached the disk),
+// so writes must stop before the disk is full; the reserve leaves room for
+// the compactions that follow what was committed. A write refused here is
 // answered 503, as bbolt's failed writes are.
-func (e *pebbleEngine) roomFor(n uint64) error {
+//
+// A commit costs the disk twice its size: its write to the log now, and
+// its flush to a table later, while the log is still there. So do the
+// commits before it that are in the log and not yet flushed (Pebble's
+// "live" log bytes): each commit is charged what is still to come of those
+// before it, so that concurrent large puts, which each find the free space
+// that earlier ones have not used yet, cannot take the reserve between
+// them.
+//
+// A commit of deletions only (deletion: no puts) may go into the reserve,
+// down to a quarter of it: deleting is how space is freed, and its
+// tombstones are small, but a disk with nothing free refuses them too, as
+// their log write would fail.
+func (e *pebbleEngine) roomFor(n uint64, deletion bool) error {
 	free, err := freeBytes(e.dir)
 	if err != nil {
 		return err
 	}
-	if free < e.reserve+n {
-		return fmt.Errorf("%d bytes free, under the %d kept in reserve: %w", free, e.reserve, syscall.ENOSPC)
+	reserve := e.reserve
+	if deletion {
+		reserve /= 4
+	}
+	pending := e.db.Metrics().WAL.Size
+	if free < reserve+pending+2*n {
+		return fmt.Errorf("%d bytes free, under the %d kept in reserve, %d to flush and %d to commit: %w",
+			free, reserve, pending, 2*n, syscall.ENOSPC)
 	}
 	return nil
 }
@@ -151,6 +170,7 @@ type pebbleTx struct {
 	w     *pebble.Batch
 	iters []*pebble.Iterator
 	err   error
+	puts  bool // the batch holds a put, not deletions only (see roomFor)
 }
 
 func (t *pebbleTx) fail(err error) {
@@ -216,6 +236,7 @@ func (b *pebbleBucket) Put(k, v []byte) error {
 	if b.t.w == nil {
 		return errors.New("put in a read transaction")
 	}
+	b.t.puts = true
 	return b.t.w.Set(b.key(k), v, nil)
 }
 
@@ -318,6 +339,22 @@ func (s *Store) openPebble(path string, create bool) error {
 		}
 	}
 	opts := pebbleOptions(s.Logger, create)
+	// Damage found in a table is remembered and reported (damage.go), and
+	// the read or compaction that found it fails; Pebble's default is a
+	// Fatalf, which took the process down (or, in a request, answered 500
+	// with Pebble's state left inconsistent).
+	opts.AddEventListener(pebble.EventListener{
+		DataCorruption: func(info pebble.DataCorruptionInfo) {
+			s.noteDamage(fmt.Errorf("table %s: %w", filepath.Base(info.Path), pebble.ErrCorruption), "details", info.Details)
+		},
+		BackgroundError: func(err error) {
+			if pebble.IsCorruptionError(err) {
+				s.noteDamage(err)
+				return
+			}
+			s.Logger.Error("background error", "engine", "pebble", "error", err)
+		},
+	})
 	deadline := time.Now().Add(s.Timeout)
 	for {
 		db, err := pebble.Open(path, opts)

@@ -60,4 +60,4 @@ func (e *boltEngine) HasRoom() error {
 }
 
 // HasRoom for Pebble: writes need the reserve free, nothing more.
-func (e *pebbleEngine) HasRoom() error { return e.roomFor(0) }
+func (e *pebbleEngine) HasRoom() error { return e.roomFor(0, false) }

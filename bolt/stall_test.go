@@ -58,12 +58,12 @@ func TestDeleteForRunsDoesNotHoldTheWriteLock(t *testing.T) {
 }
 
 // BenchmarkStall measures how long another tenant's puts wait while one
-// tenant's large deletion runs: delete_for_runs of a tenant's whole history,
-// prune keep_latest and delete_thread of one long thread. It reports the
-// slowest put and the deletion's own time.
+// tenant's large deletion or copy runs: delete_for_runs of a tenant's whole
+// history, prune keep_latest, delete_thread and copy_thread of one long
+// thread. It reports the slowest put and the call's own time.
 func BenchmarkStall(b *testing.B) {
 	const n = 20_000
-	for _, op := range []string{"delete_for_runs", "prune", "delete_thread"} {
+	for _, op := range []string{"delete_for_runs", "prune", "delete_thread", "copy_thread"} {
 		b.Run(op, func(b *testing.B) {
 			for b.Loop() {
 				b.StopTimer()
@@ -98,6 +98,8 @@ func BenchmarkStall(b *testing.B) {
 					err = s.Prune(b.Context(), ref.Tenant, []string{ref.ThreadID}, saver.PruneKeepLatest)
 				case "delete_thread":
 					err = s.DeleteThread(b.Context(), ref.Tenant, ref.ThreadID)
+				case "copy_thread":
+					err = s.CopyThread(b.Context(), ref.Tenant, ref.ThreadID, ref.ThreadID+"-copy")
 				}
 				took := time.Since(start)
 				close(done)

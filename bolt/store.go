@@ -162,7 +162,8 @@ type Store struct {
 	path   string
 	db     engine
 	writes *groupCommit
-	full   atomic.Bool // a write failed for want of space, and none has succeeded since (space.go)
+	full   atomic.Bool           // a write failed for want of space, and none has succeeded since (space.go)
+	damage atomic.Pointer[error] // the first corruption a read met (damage.go)
 	// scanHook, when set (by tests), runs inside DeleteForRuns's scan.
 	scanHook func()
 }
@@ -310,8 +311,12 @@ func (s *Store) Close() error {
 
 // Ping reports whether the store answers reads, and writes as far as disk
 // space goes, for readiness checks. While the disk is full (space.go) it
-// probes for space and returns EUNAVAILABLE until there is some.
+// probes for space and returns EUNAVAILABLE until there is some; once a
+// read met damage (damage.go) it returns EUNAVAILABLE for good.
 func (s *Store) Ping(ctx context.Context) error {
+	if err := s.damaged(); err != nil {
+		return err
+	}
 	if s.full.Load() {
 		if err := s.db.HasRoom(); err != nil {
 			return translate("ping", err)
@@ -333,7 +338,9 @@ func (s *Store) view(ctx context.Context, op string, fn func(tx kvTx) error) err
 	if err := ctx.Err(); err != nil {
 		return translate(op, err)
 	}
-	return translate(op, s.db.View(fn))
+	err := s.db.View(fn)
+	s.noteDamage(err)
+	return translate(op, err)
 }
 
 // update runs fn in a shared write transaction and translates its error.
@@ -345,6 +352,7 @@ func (s *Store) update(ctx context.Context, op string, fn func(tx kvTx) error) e
 	}
 	err := s.writes.do(fn)
 	s.noteWrite(err)
+	s.noteDamage(err)
 	return translate(op, err)
 }
 

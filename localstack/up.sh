@@ -23,9 +23,16 @@ log() { echo "localstack/up.sh: $*" >&2; }
 
 alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
+# A stack already up is kept if it listens on loopback only (one started
+# before up.sh checked may not).
 if [ -f "$ENV_FILE" ] && alive "$DIR/dynamodb.pid" && alive "$DIR/s3.pid"; then
-	log "already up ($ENV_FILE)"
-	exit 0
+	ports=$(. "$ENV_FILE" && echo "${AWS_ENDPOINT_URL_DYNAMODB##*:} ${AWS_ENDPOINT_URL_S3##*:}")
+	if localstack/loopback.sh dynamodb "$(cat "$DIR/dynamodb.pid")" "${ports% *}" &&
+		localstack/loopback.sh s3 "$(cat "$DIR/s3.pid")" "${ports#* }"; then
+		log "already up ($ENV_FILE)"
+		exit 0
+	fi
+	log "restarting the stack that is up"
 fi
 # A half-started or crashed stack: clear it before starting again.
 "$(dirname "$0")/down.sh" >/dev/null 2>&1 || true
@@ -61,6 +68,16 @@ start() {
 	log "$name started (pid $!, log $logfile)"
 }
 
+# loopback NAME PIDFILE PORT: refuses to go on, stopping the whole stack,
+# unless the server listens on loopback only (localstack/loopback.sh).
+loopback() {
+	if ! localstack/loopback.sh "$1" "$(cat "$2")" "$3"; then
+		log "stopping the stack: $1 must listen on 127.0.0.1 only"
+		localstack/down.sh >/dev/null 2>&1 || true
+		exit 1
+	fi
+}
+
 stop() {
 	if alive "$1"; then
 		kill -TERM -- "-$(cat "$1")" 2>/dev/null || kill -TERM "$(cat "$1")" 2>/dev/null || true
@@ -76,6 +93,7 @@ fi
 DYNAMODB_PORT=$(free_port)
 start dynoxide "$DIR/dynamodb.pid" "$DIR/dynamodb.log" "$DYNOXIDE" serve --host 127.0.0.1 --port "$DYNAMODB_PORT"
 wait_for dynoxide "$DIR/dynamodb.pid" "http://127.0.0.1:$DYNAMODB_PORT/"
+loopback dynoxide "$DIR/dynamodb.pid" "$DYNAMODB_PORT"
 
 # --- S3: LocalStack, else moto -----------------------------------------------
 # LocalStack 4.14.0 needs Python 3.12 or newer (its code uses PEP 695 generics,
@@ -117,9 +135,11 @@ start_localstack() {
 	mkdir -p "$root"
 	S3_PORT=$(free_port)
 	# Host mode, S3 only, nothing reaching out: no DNS server, no certificate
-	# download, no analytics.
+	# download, no analytics. The gateway is hypercorn: LocalStack's default
+	# server (twisted) takes the port of GATEWAY_LISTEN but not its address,
+	# and listens on 0.0.0.0.
 	start localstack-s3 "$DIR/s3.pid" "$DIR/s3.log" env \
-		SERVICES=s3 EAGER_SERVICE_LOADING=1 \
+		SERVICES=s3 EAGER_SERVICE_LOADING=1 GATEWAY_SERVER=hypercorn \
 		GATEWAY_LISTEN="127.0.0.1:$S3_PORT" LOCALSTACK_HOST="127.0.0.1:$S3_PORT" \
 		DNS_ADDRESS=0 SKIP_SSL_CERT_DOWNLOAD=1 DISABLE_EVENTS=1 \
 		FILESYSTEM_ROOT="$PWD/$root" \
@@ -134,6 +154,7 @@ start_localstack() {
 		fi
 		sleep 0.1
 	done
+	loopback localstack-s3 "$DIR/s3.pid" "$S3_PORT"
 }
 
 start_moto() {
@@ -149,6 +170,7 @@ start_moto() {
 	S3_PORT=$(free_port)
 	start moto "$DIR/s3.pid" "$DIR/s3.log" "$py" -m moto.server -H 127.0.0.1 -p "$S3_PORT"
 	wait_for moto "$DIR/s3.pid" "http://127.0.0.1:$S3_PORT/moto-api/"
+	loopback moto "$DIR/s3.pid" "$S3_PORT"
 }
 
 S3_SERVER=localstack

@@ -153,6 +153,16 @@ func post(t *testing.T, url string, b []byte) *http.Response {
 	return resp
 }
 
+func del(t *testing.T, url string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequest("DELETE", url, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
 func get(t *testing.T, url string) *http.Response {
 	t.Helper()
 	req, _ := http.NewRequest("GET", url, nil)
@@ -169,4 +179,53 @@ func body(resp *http.Response) string {
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	return string(b)
+}
+
+// TestServiceDeletesOnADiskItFilled fills a small file system with puts to
+// two threads until the embedded store refuses them (503, the disk's
+// reserve reached), then leaves half the reserve free: DELETE of one thread
+// and a prune `delete` of the other succeed, as they are how an operator
+// frees the disk. Before, both were refused 503 like the puts, so the API
+// could not free any space. With nothing at all free, the DELETE is 503.
+func TestServiceDeletesOnADiskItFilled(t *testing.T) {
+	smallfs.Run(t, 3*bolt.DefaultReserveBytes, func(t *testing.T, dir string) {
+		m, base := serve(t, filepath.Join(dir, "saver.db"))
+		defer m.Close(context.Background())
+		var refused *http.Response
+		for i := 0; i < 2000 && refused == nil; i++ {
+			thread := []string{"full", "other"}[i%2]
+			resp := post(t, base+"/v1/threads/"+thread+"/checkpoints", putBody(fmt.Sprintf("%08d", i)))
+			if resp.StatusCode != http.StatusOK {
+				refused = resp
+			} else {
+				body(resp)
+			}
+		}
+		if refused == nil || refused.StatusCode != http.StatusServiceUnavailable {
+			t.Fatalf("puts never refused on a full disk: %v", refused)
+		}
+		body(refused)
+		// With nothing free, a deletion is refused too: its log write
+		// would fail, and Pebble cannot go on after that.
+		free := smallfs.Fill(t, dir)
+		if resp := del(t, base+"/v1/threads/full"); resp.StatusCode != http.StatusServiceUnavailable {
+			t.Fatalf("DELETE of a thread on a disk with nothing free: %d %s", resp.StatusCode, body(resp))
+		}
+		free()
+		// Compactions and other files may leave less than the reserve.
+		defer smallfs.FillTo(t, dir, bolt.DefaultReserveBytes/2)()
+		if resp := del(t, base+"/v1/threads/full"); resp.StatusCode != http.StatusNoContent {
+			t.Fatalf("DELETE of a thread on a full disk: %d %s", resp.StatusCode, body(resp))
+		}
+		resp := post(t, base+"/v1/threads/prune", []byte(`{"thread_ids":["other"],"strategy":"delete"}`))
+		if msg := body(resp); resp.StatusCode != http.StatusNoContent {
+			t.Fatalf("prune delete on a full disk: %d %s", resp.StatusCode, msg)
+		}
+		for _, thread := range []string{"full", "other"} {
+			resp := get(t, base+"/v1/threads/"+thread+"/checkpoint")
+			if msg := body(resp); resp.StatusCode != http.StatusNotFound {
+				t.Fatalf("thread %s after its deletion: %d %s", thread, resp.StatusCode, msg)
+			}
+		}
+	})
 }

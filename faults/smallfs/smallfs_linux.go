@@ -101,3 +101,19 @@ func Fill(t *testing.T, dir string) (free func()) {
 		}
 	}
 }
+
+// FillTo fills the file system as Fill does, then gives back leave bytes
+// of it, so that about leave bytes are free; free removes the filler.
+func FillTo(t *testing.T, dir string, leave int64) (free func()) {
+	t.Helper()
+	free = Fill(t, dir)
+	path := filepath.Join(dir, "filler")
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path, max(fi.Size()-leave, 0)); err != nil {
+		t.Fatal(err)
+	}
+	return free
+}
