@@ -81,6 +81,7 @@ OWN_PUBLIC = {
 # Where each public name is imported from today, besides `saver_client`.
 MODULE_PATHS = {
     "saver_client.saver": ["HTTPSaver", "SCOPE_KEY", "Scope", "URL_ENV", "API_KEY_ENV"],
+    "saver_client.store": ["HTTPStore"],
     "saver_client.ledger": [
         "Claim",
         "ClaimState",
