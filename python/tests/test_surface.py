@@ -108,7 +108,7 @@ MODULE_PATHS = {
         "UnavailableError",
         "UnsupportedMediaTypeError",
     ],
-    "saver_client.agent_server": ["checkpointer", "retry_policy_from_env", "RETRY_BUDGET_ENV"],
+    "saver_client.agent_server": ["checkpointer", "retry_policy_from_env", "RETRY_BUDGET_ENV", "store", "store_config_from_env"],
     "saver_client._http": ["Timeout"],
     "saver_client._transport": ["RetryPolicy"],
 }
