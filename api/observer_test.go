@@ -23,7 +23,8 @@ func (l *labels) ObserveRequest(route, method string, _ int, _ time.Duration, _,
 	l.seen[[2]string{route, method}]++
 }
 
-func (l *labels) ObserveClaim(string) {}
+func (l *labels) ObserveClaim(string)  {}
+func (l *labels) ObserveItemOp(string) {}
 
 // TestObserverLabels: any method string a client sent, and any path echo
 // half-matched, reached the Observer and so became a metrics label. Only the

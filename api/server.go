@@ -69,6 +69,8 @@ type Capabilities struct {
 	Tree saver.TreeStore
 	// Ledger serves the idempotency routes.
 	Ledger saver.Ledger
+	// Items serves the Store (LangGraph's BaseStore) route.
+	Items saver.ItemStore
 	// Expirer serves pin and refreshes expiries on read.
 	Expirer saver.Expirer
 	// Pinger tells /readyz whether the store's backend answers; without
@@ -86,6 +88,9 @@ type Capabilities struct {
 type Observer interface {
 	ObserveRequest(route, method string, status int, d time.Duration, in, out int64)
 	ObserveClaim(outcome string)
+	// ObserveItemOp counts one op of a Store batch by kind: get, put,
+	// search or list_namespaces.
+	ObserveItemOp(kind string)
 }
 
 // Server is the HTTP front of a saver.Store. Fill the exported fields, then
@@ -350,6 +355,9 @@ func (s *Server) newEcho() *echo.Echo {
 	}
 	if s.Ledger != nil {
 		s.registerLedgerRoutes(v1)
+	}
+	if s.Items != nil {
+		s.registerItemRoutes(v1)
 	}
 	if s.Expirer != nil {
 		v1.POST("/threads/:thread_id/checkpoints/pin", s.handleCheckpointPin)

@@ -47,6 +47,8 @@ var pebblePrefixes = map[string]byte{
 	string(bucketWrites):       'w',
 	string(bucketLedger):       'l',
 	string(bucketLedgerExpiry): 'e',
+	string(bucketItems):        'i',
+	string(bucketItemExpiry):   'x',
 }
 
 type pebbleEngine struct {

@@ -133,7 +133,7 @@ var (
 const initialMmapSize = 1 << 30
 
 // buckets are every bucket of the file, created by Open.
-var buckets = append(slices.Clone(threadBuckets), bucketLedger, bucketLedgerExpiry)
+var buckets = append(slices.Clone(threadBuckets), bucketLedger, bucketLedgerExpiry, bucketItems, bucketItemExpiry)
 
 // Store is a saver.Store in one bbolt file. Its exported fields are knobs
 // read by Open; set them with Options.

@@ -22,6 +22,7 @@ type Metrics struct {
 	bytesIn      *prometheus.CounterVec
 	bytesOut     *prometheus.CounterVec
 	claims       *prometheus.CounterVec
+	itemOps      *prometheus.CounterVec
 	sweeps       *prometheus.CounterVec
 	sweptObjects prometheus.Counter
 }
@@ -53,6 +54,10 @@ func New() *Metrics {
 			Name: "saver_idempotency_claims_total",
 			Help: "Idempotency claims by outcome: claimed, in_progress, completed, failed.",
 		}, []string{"outcome"}),
+		itemOps: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "saver_store_ops_total",
+			Help: "Store (BaseStore) ops answered, by kind: get, put, search, list_namespaces.",
+		}, []string{"kind"}),
 		sweeps: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "saver_sweeper_runs_total",
 			Help: "Offload sweeper runs by result (ok, error).",
@@ -62,7 +67,7 @@ func New() *Metrics {
 			Help: "Orphaned S3 objects the sweeper removed.",
 		}),
 	}
-	m.registry.MustRegister(m.requests, m.latency, m.bytesIn, m.bytesOut, m.claims, m.sweeps, m.sweptObjects,
+	m.registry.MustRegister(m.requests, m.latency, m.bytesIn, m.bytesOut, m.claims, m.itemOps, m.sweeps, m.sweptObjects,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -106,6 +111,10 @@ func MethodLabel(method string) string {
 
 // ObserveClaim records the outcome of one idempotency claim.
 func (m *Metrics) ObserveClaim(outcome string) { m.claims.WithLabelValues(outcome).Inc() }
+
+// ObserveItemOp records one op of a Store batch; kind is one the API
+// accepted, so the label has four values.
+func (m *Metrics) ObserveItemOp(kind string) { m.itemOps.WithLabelValues(kind).Inc() }
 
 // ObserveSweep records one sweeper run.
 func (m *Metrics) ObserveSweep(removed int, err error) {

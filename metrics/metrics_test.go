@@ -20,6 +20,8 @@ func TestMetrics(t *testing.T) {
 	m.ObserveClaim("claimed")
 	m.ObserveClaim("completed")
 	m.ObserveClaim("completed")
+	m.ObserveItemOp("search")
+	m.ObserveItemOp("search")
 	m.ObserveSweep(3, nil)
 	m.ObserveSweep(0, errors.New("s3 down"))
 	m.RegisterCounts("saver_dynamodb_requests_total", "DynamoDB requests.", "operation",
@@ -33,6 +35,7 @@ func TestMetrics(t *testing.T) {
 		`saver_http_requests_total{method="GET",route="/v1/threads/:thread_id/checkpoint",status="404"} 1`,
 		`saver_http_request_bytes_total{route="/v1/threads/:thread_id/checkpoints"} 2000`,
 		`saver_idempotency_claims_total{outcome="completed"} 2`,
+		`saver_store_ops_total{kind="search"} 2`,
 		`saver_sweeper_runs_total{result="error"} 1`,
 		`saver_sweeper_objects_removed_total 3`,
 		`saver_dynamodb_requests_total{operation="Query"} 7`,

@@ -27,6 +27,7 @@ type Store struct {
 	CompleteFn  func(ctx context.Context, tenant, key, token string, result saver.Typed) error
 	FailFn      func(ctx context.Context, tenant, key, token string, failure saver.ClaimError) error
 	SetExpiryFn func(ctx context.Context, ref saver.CheckpointRef, expiresAt int64) error
+	BatchFn     func(ctx context.Context, tenant string, ops []saver.ItemOp) ([]saver.ItemResult, error)
 }
 
 func (s *Store) PutCheckpoint(ctx context.Context, in saver.PutCheckpoint) error {
@@ -69,7 +70,12 @@ var (
 	_ saver.TreeStore = (*Store)(nil)
 	_ saver.Ledger    = (*Store)(nil)
 	_ saver.Expirer   = (*Store)(nil)
+	_ saver.ItemStore = (*Store)(nil)
 )
+
+func (s *Store) Batch(ctx context.Context, tenant string, ops []saver.ItemOp) ([]saver.ItemResult, error) {
+	return s.BatchFn(ctx, tenant, ops)
+}
 
 func (s *Store) ListNodes(ctx context.Context, tenant, threadID string) ([]saver.Node, error) {
 	return s.ListNodesFn(ctx, tenant, threadID)

@@ -139,7 +139,7 @@ func (m *Main) Run(ctx context.Context) error {
 // boltCapabilities are what the embedded store offers beyond saver.Store:
 // all of them.
 func boltCapabilities(st *bolt.Store) api.Capabilities {
-	return api.Capabilities{Tree: st, Ledger: st, Expirer: st, Pinger: st, HeadGuard: true}
+	return api.Capabilities{Tree: st, Ledger: st, Expirer: st, Items: st, Pinger: st, HeadGuard: true}
 }
 
 // openStore opens the configured store with the capabilities it is wired

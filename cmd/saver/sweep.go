@@ -25,11 +25,17 @@ func every(ctx context.Context, period time.Duration, fn func()) {
 	}
 }
 
-// sweepBolt deletes expired items from the embedded store every period until
-// ctx ends. Reads already hide them; this only gives the space back.
+// sweepBolt deletes expired checkpoints, blobs, writes and Store items from
+// the embedded store every period until ctx ends. Reads already hide them;
+// this only gives the space back.
 func sweepBolt(ctx context.Context, st *bolt.Store, period time.Duration, logger *slog.Logger, mx *metrics.Metrics) {
 	every(ctx, period, func() {
 		n, err := st.Sweep(ctx)
+		if err == nil {
+			var items int
+			items, err = st.SweepItems(ctx)
+			n += items
+		}
 		if mx != nil {
 			mx.ObserveSweep(n, err)
 		}

@@ -5,8 +5,9 @@ Without Docker: the test asks the pinned langgraph-cli (requirements-cli.txt;
 the Dockerfile does to the dependencies (the COPY and ADD of each one into
 /deps, the pyproject written for a folder without one, and the
 `uv pip install -e .` of every /deps entry, here with pip) into a fresh
-folder and a clean venv, and finally enters the checkpointer the image's
-LANGGRAPH_CHECKPOINTER names against a live saver service.
+folder and a clean venv, and finally enters the checkpointer and the store
+the image's LANGGRAPH_CHECKPOINTER and LANGGRAPH_STORE name against a live
+saver service (the embedded store, which serves the Store).
 
 The image's base (langchain/langgraph-api) brings langgraph itself and its
 own constraints file; the replay installs the dependencies' requirements
@@ -59,7 +60,7 @@ def _service(workdir: Path) -> tuple[subprocess.Popen[bytes], str]:
     raise AssertionError("saver did not write its address")
 
 
-def test_the_generated_image_installs_the_client_and_its_checkpointer_loads(tmp_path: Path) -> None:
+def test_the_generated_image_installs_the_client_and_its_checkpointer_and_store_load(tmp_path: Path) -> None:
     dockerfile = tmp_path / "Dockerfile"
     gen = subprocess.run(
         [_cli(), "dockerfile", "-c", str(HERE / "langgraph.json"), str(dockerfile)],
@@ -104,25 +105,43 @@ def test_the_generated_image_installs_the_client_and_its_checkpointer_loads(tmp_
             timeout=INSTALL_TIMEOUT,
         )
 
-    # The checkpointer the image names, entered from the image's WORKDIR.
-    conf = json.loads(re.search(r"^ENV LANGGRAPH_CHECKPOINTER='(.*)'$", text, re.M).group(1))  # type: ignore[union-attr]
+    # The checkpointer and the store the image names, entered from the
+    # image's WORKDIR with the image's environment, as Agent Server does.
+    image_env = dict(re.findall(r"^ENV (LANGGRAPH_\w+)='(.*)'$", text, re.M))
+    conf = json.loads(image_env["LANGGRAPH_CHECKPOINTER"])
+    store_conf = json.loads(image_env["LANGGRAPH_STORE"])
     module_path, attr = conf["path"].rsplit(":", 1)
+    store_path, store_attr = store_conf["path"].rsplit(":", 1)
     workdir = re.findall(r"^WORKDIR (\S+)$", text, re.M)[-1]
+    # langgraph-cli rewrites the checkpointer's path into /deps but leaves
+    # the store's as written: Agent Server opens it from the WORKDIR, which
+    # is this folder's copy.
+    store_file = local(store_path) if store_path.startswith("/") else local(workdir) / store_path
+    assert store_file.is_file(), store_file
     proc, url = _service(tmp_path)
     try:
         script = (
             "import asyncio, importlib.util, sys\n"
-            "spec = importlib.util.spec_from_file_location('checkpointer', sys.argv[1])\n"
-            "mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)\n"
+            "def load(name, path):\n"
+            "    spec = importlib.util.spec_from_file_location(name, path)\n"
+            "    mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)\n"
+            "    return mod\n"
+            "mod, store_mod = load('checkpointer', sys.argv[1]), load('store', sys.argv[2])\n"
             "async def main():\n"
             f"    async with getattr(mod, {attr!r})() as saver:\n"
             "        from langgraph.checkpoint.base import BaseCheckpointSaver\n"
             "        assert isinstance(saver, BaseCheckpointSaver)\n"
             "        print(type(saver).__module__, saver._transport.retry.max_delay)\n"
+            f"    async with getattr(store_mod, {store_attr!r})() as store:\n"
+            "        from langgraph.store.base import BaseStore\n"
+            "        assert isinstance(store, BaseStore)\n"
+            "        await store.aput(('users', 'u1'), 'm1', {'text': 'likes tea'})\n"
+            "        item = await store.aget(('users', 'u1'), 'm1')\n"
+            "        print(type(store).__module__, item.value['text'].replace(' ', '_'))\n"
             "asyncio.run(main())\n"
         )
         out = subprocess.run(
-            [str(python), "-c", script, str(local(module_path))],
+            [str(python), "-c", script, str(local(module_path)), str(store_file)],
             cwd=local(workdir),
             env={**os.environ, "SAVER_URL": url, "PYTHONPATH": ""},
             capture_output=True,
@@ -133,10 +152,11 @@ def test_the_generated_image_installs_the_client_and_its_checkpointer_loads(tmp_
         proc.kill()
         proc.wait(timeout=10)
     assert out.returncode == 0, out.stderr
-    module, budget = out.stdout.split()
+    module, budget, store_module, remembered = out.stdout.split()
     # Imported from the installed copy, not from this checkout.
     assert module == "saver_client.saver"
     assert float(budget) == 60
+    assert (store_module, remembered) == ("saver_client.store", "likes_tea")
     site = subprocess.run(
         [str(python), "-c", "import saver_client, sys; print(saver_client.__file__)"],
         capture_output=True, text=True, check=True, timeout=60,

@@ -1,8 +1,9 @@
 /**
- * saver-client: a LangGraph.js checkpoint saver backed by the saver HTTP service.
+ * saver-client: a LangGraph.js checkpoint saver and store backed by the saver HTTP service.
  *
- *     import { HTTPSaver } from "saver-client";
- *     const graph = builder.compile({ checkpointer: new HTTPSaver("http://127.0.0.1:7878") });
+ *     import { HTTPSaver, HTTPStore } from "saver-client";
+ *     const url = "http://127.0.0.1:7878";
+ *     const graph = builder.compile({ checkpointer: new HTTPSaver(url), store: new HTTPStore(url) });
  */
 
 export { API_KEY_ENV, HTTPSaver, type HTTPSaverOptions, metadataToWire, type PruneStrategy, type Scope, SCOPE_KEY, URL_ENV } from "./saver.js";
@@ -37,3 +38,12 @@ export {
 export { DEFAULT_RETRY, type Logger, type RetryPolicy } from "./transport.js";
 export { type Branch, type NodeStatus, ResumeContext, ThreadTree, type TreeNode } from "./tree.js";
 export { VERSION } from "./version.js";
+export {
+  HTTPStore,
+  type HTTPStoreOptions,
+  STORE_BATCH_PATH,
+  type StoreGetOperation,
+  type StorePutOperation,
+  type StoreSearchOperation,
+  type StoreTTLConfig,
+} from "./store.js";

@@ -119,6 +119,47 @@ function positiveMs(value: number, what: string): number {
   return Math.max(1, Math.ceil(value));
 }
 
+/** What every client of the service is configured with (HTTPSaver, HTTPStore). */
+export interface ClientOptions {
+  url?: string;
+  apiKey?: string;
+  headers?: Record<string, string>;
+  timeoutMs?: number;
+  retry?: Partial<RetryPolicy>;
+  logger?: Logger;
+}
+
+/**
+ * The transport of a client of the service: the URL and key from the
+ * options or the environment, checked, with the client's headers.
+ */
+export function clientTransport(
+  owner: string,
+  opts: ClientOptions,
+): { url: string; transport: Transport; logger: Logger } {
+  const logger = opts.logger ?? { warn: (message: string) => console.warn(message) };
+  const base = opts.url || process.env[URL_ENV];
+  if (!base) throw new Error(`${owner} needs the service URL: pass url or set ${URL_ENV}`);
+  let parsed: URL;
+  try {
+    parsed = new URL(base);
+  } catch {
+    throw new TypeError(`not an http(s) URL: ${JSON.stringify(base)}`);
+  }
+  if (parsed.protocol !== "http:" && parsed.protocol !== "https:") {
+    throw new TypeError(`not an http(s) URL: ${JSON.stringify(base)}`);
+  }
+  const url = base.replace(/\/+$/, "");
+  const headers: Record<string, string> = { "User-Agent": `saver-client-js/${VERSION}` };
+  const apiKey = opts.apiKey ?? process.env[API_KEY_ENV];
+  if (apiKey) headers.Authorization = `Bearer ${apiKey}`;
+  Object.assign(headers, opts.headers ?? {});
+  const timeoutMs = opts.timeoutMs ?? 30_000;
+  positiveMs(timeoutMs, "timeoutMs");
+  const transport = new Transport(url, { headers, timeoutMs, retry: retryPolicy(opts.retry), logger });
+  return { url, transport, logger };
+}
+
 /**
  * Metadata as the JSON-like values the service stores and filters on.
  *
@@ -158,31 +199,7 @@ export class HTTPSaver extends BaseCheckpointSaver implements Ledger {
     super(opts.serde);
     this.scope = checkScope(opts.scope);
     this.detectConflicts = Boolean(opts.detectConflicts);
-    this.logger = opts.logger ?? { warn: (message: string) => console.warn(message) };
-    const base = opts.url || process.env[URL_ENV];
-    if (!base) throw new Error(`HTTPSaver needs the service URL: pass url or set ${URL_ENV}`);
-    let parsed: URL;
-    try {
-      parsed = new URL(base);
-    } catch {
-      throw new TypeError(`not an http(s) URL: ${JSON.stringify(base)}`);
-    }
-    if (parsed.protocol !== "http:" && parsed.protocol !== "https:") {
-      throw new TypeError(`not an http(s) URL: ${JSON.stringify(base)}`);
-    }
-    this.url = base.replace(/\/+$/, "");
-    const headers: Record<string, string> = { "User-Agent": `saver-client-js/${VERSION}` };
-    const apiKey = opts.apiKey ?? process.env[API_KEY_ENV];
-    if (apiKey) headers.Authorization = `Bearer ${apiKey}`;
-    Object.assign(headers, opts.headers ?? {});
-    const timeoutMs = opts.timeoutMs ?? 30_000;
-    positiveMs(timeoutMs, "timeoutMs");
-    this.transport = new Transport(this.url, {
-      headers,
-      timeoutMs,
-      retry: retryPolicy(opts.retry),
-      logger: this.logger,
-    });
+    ({ url: this.url, transport: this.transport, logger: this.logger } = clientTransport("HTTPSaver", opts));
   }
 
   toString(): string {

@@ -81,6 +81,7 @@ OWN_PUBLIC = {
 # Where each public name is imported from today, besides `saver_client`.
 MODULE_PATHS = {
     "saver_client.saver": ["HTTPSaver", "SCOPE_KEY", "Scope", "URL_ENV", "API_KEY_ENV"],
+    "saver_client.store": ["HTTPStore"],
     "saver_client.ledger": [
         "Claim",
         "ClaimState",
@@ -107,7 +108,7 @@ MODULE_PATHS = {
         "UnavailableError",
         "UnsupportedMediaTypeError",
     ],
-    "saver_client.agent_server": ["checkpointer", "retry_policy_from_env", "RETRY_BUDGET_ENV"],
+    "saver_client.agent_server": ["checkpointer", "retry_policy_from_env", "RETRY_BUDGET_ENV", "store", "store_config_from_env"],
     "saver_client._http": ["Timeout"],
     "saver_client._transport": ["RetryPolicy"],
 }

@@ -1,7 +1,8 @@
-"""A LangGraph checkpoint saver backed by the saver HTTP service.
+"""A LangGraph checkpoint saver and store backed by the saver HTTP service.
 
-from saver_client import HTTPSaver
-graph = builder.compile(checkpointer=HTTPSaver("http://127.0.0.1:8080"))
+from saver_client import HTTPSaver, HTTPStore
+graph = builder.compile(checkpointer=HTTPSaver("http://127.0.0.1:8080"),
+                        store=HTTPStore("http://127.0.0.1:8080"))
 """
 
 from saver_client._http import Timeout
@@ -33,6 +34,7 @@ from saver_client.ledger import (
     derive_key,
 )
 from saver_client.saver import HTTPSaver
+from saver_client.store import HTTPStore
 from saver_client.tree import Branch, NodeStatus, ResumeContext, ThreadTree, TreeNode
 
 __all__ = [
@@ -42,6 +44,7 @@ __all__ = [
     "ClaimState",
     "ConflictError",
     "HTTPSaver",
+    "HTTPStore",
     "Idempotent",
     "IdempotentCall",
     "IdempotentCallFailed",

@@ -1,40 +1,57 @@
-"""LangGraph Agent Server wiring: `checkpointer.path` in langgraph.json.
+"""LangGraph Agent Server wiring: `checkpointer.path` and `store.path` in langgraph.json.
 
 Agent Server (LangSmith deployments, `langgraph dev`) takes a custom
-checkpointer as the import path of an async context manager that yields a
-`BaseCheckpointSaver`; it enters it at start-up and exits it at shutdown::
+checkpointer and a custom store as import paths of async context managers
+that yield a `BaseCheckpointSaver` and a `BaseStore`; it enters them at
+start-up and exits them at shutdown::
 
     {
       "dependencies": [".", "saver-client"],
       "graphs": {"agent": "./src/agent/graph.py:graph"},
-      "checkpointer": {"path": "./src/agent/checkpointer.py:checkpointer"}
+      "checkpointer": {"path": "./src/agent/checkpointer.py:checkpointer"},
+      "store": {"path": "./src/agent/store.py:store"}
     }
 
 with `src/agent/checkpointer.py` holding one line::
 
     from saver_client.agent_server import checkpointer
 
-The saver is configured from the environment: `SAVER_URL`, `SAVER_API_KEY`,
-`SAVER_SCOPE` (`session` or `persistent`; unset takes the service's default)
-and `SAVER_RETRY_BUDGET` (seconds a request keeps being retried while the
-service is unreachable or answers 503; default 60, longer than a rolling
-restart of the service takes).
+and `src/agent/store.py` one line too::
+
+    from saver_client.agent_server import store
+
+Both are configured from the environment: `SAVER_URL`, `SAVER_API_KEY`,
+`SAVER_SCOPE` (the checkpointer's: `session` or `persistent`; unset takes
+the service's default) and `SAVER_RETRY_BUDGET` (seconds a request keeps
+being retried while the service is unreachable or answers 503; default 60,
+longer than a rolling restart of the service takes). The store also reads
+`index` and `ttl` from the `store` section of langgraph.json, which Agent
+Server does not hand to a custom store itself.
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import logging
 import math
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
 from typing import Any
 
 from ._transport import RetryPolicy
 from .saver import HTTPSaver
+from .store import HTTPStore
 
-__all__ = ["RETRY_BUDGET_ENV", "checkpointer", "retry_policy_from_env"]
+__all__ = [
+    "RETRY_BUDGET_ENV",
+    "checkpointer",
+    "retry_policy_from_env",
+    "store",
+    "store_config_from_env",
+]
 
 SCOPE_ENV = "SAVER_SCOPE"
 RETRY_BUDGET_ENV = "SAVER_RETRY_BUDGET"
@@ -45,6 +62,8 @@ RETRY_BUDGET_ENV = "SAVER_RETRY_BUDGET"
 DEFAULT_RETRY_BUDGET = 60.0
 # Agent Server puts the checkpointer section of langgraph.json here.
 CHECKPOINTER_CONFIG_ENV = "LANGGRAPH_CHECKPOINTER"
+# And the store section here.
+STORE_CONFIG_ENV = "LANGGRAPH_STORE"
 
 logger = logging.getLogger("saver_client")
 
@@ -113,3 +132,82 @@ async def checkpointer(**kwargs: Any) -> AsyncIterator[HTTPSaver]:
             yield saver
         finally:
             logger.info("saver checkpointer closing")
+
+
+def store_config_from_env(environ: Any = None) -> dict[str, Any]:
+    """`HTTPStore`'s `index` and `ttl` from langgraph.json's `store` section.
+
+    Agent Server calls a custom store's factory without arguments, so the
+    section's `index` and `ttl` (the same keys as for its built-in store)
+    are read here from `LANGGRAPH_STORE`, where it puts the section. `embed`
+    names the embeddings as LangGraph does: `"provider:model"` (LangChain's
+    `init_embeddings`, which needs `langchain` and the provider's package
+    among the dependencies) or `"path/to/file.py:name"` (a function or
+    `Embeddings` in a file, relative to the working directory).
+    """
+    env = os.environ if environ is None else environ
+    raw = env.get(STORE_CONFIG_ENV) or "null"
+    try:
+        conf = json.loads(raw)
+    except ValueError as e:
+        raise ValueError(f"{STORE_CONFIG_ENV} is not JSON: {e}") from None
+    if not isinstance(conf, Mapping):
+        return {}
+    out: dict[str, Any] = {}
+    if index := conf.get("index"):
+        index = dict(index)
+        if isinstance(index.get("embed"), str) and ".py:" in index["embed"]:
+            index["embed"] = _load_from_file(index["embed"])
+        out["index"] = index
+    if ttl := conf.get("ttl"):
+        out["ttl"] = {k: v for k, v in ttl.items() if k in ("default_ttl", "refresh_on_read")}
+        if ttl.get("sweep_interval_minutes"):
+            logger.info(
+                "store.ttl.sweep_interval_minutes in langgraph.json is not the client's to "
+                "apply: the service sweeps expired items every SAVER_SWEEP_EVERY, and never "
+                "returns one before"
+            )
+    return out
+
+
+def _load_from_file(spec: str) -> Any:
+    path, name = spec.rsplit(":", 1)
+    module_name = f"saver_store_embed_{Path(path).stem}"
+    module_spec = importlib.util.spec_from_file_location(module_name, path)
+    if not Path(path).is_file() or module_spec is None or module_spec.loader is None:
+        raise ValueError(f"cannot load the embedding {spec!r}: no such file")
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    try:
+        return getattr(module, name)
+    except AttributeError:
+        raise ValueError(f"cannot load the embedding {spec!r}: the file has no {name!r}") from None
+
+
+@contextlib.asynccontextmanager
+async def store(**kwargs: Any) -> AsyncIterator[HTTPStore]:
+    """Yield an `HTTPStore` for Agent Server and close its connections on exit.
+
+    Keyword arguments go to `HTTPStore`; langgraph.json's `store` section
+    (`index`, `ttl`; see `store_config_from_env`) and the environment fill
+    the rest. The service is asked for one namespace at start-up, so a wrong
+    URL or key, or a service that does not serve the Store, fails the
+    deployment at once instead of its first run.
+    """
+    for k, v in store_config_from_env().items():
+        kwargs.setdefault(k, v)
+    if "retry" not in kwargs:
+        kwargs["retry"] = retry_policy_from_env()
+    async with HTTPStore(**kwargs) as s:
+        await s.alist_namespaces(limit=1)
+        index = s.index_config
+        logger.info(
+            "saver store ready at %s (%s; requests retried for %gs)",
+            s.url,
+            f"semantic search on, {index['dims']} dims" if index else "no semantic search",
+            s._transport.retry.max_delay,
+        )
+        try:
+            yield s
+        finally:
+            logger.info("saver store closing")

@@ -28,6 +28,36 @@ URL_ENV = "SAVER_URL"
 API_KEY_ENV = "SAVER_API_KEY"
 
 
+def make_transport(
+    owner: str,
+    url: str | None,
+    *,
+    api_key: str | None,
+    headers: Mapping[str, str] | None,
+    timeout: float | Timeout,
+    retry: RetryPolicy | None,
+) -> Transport:
+    """The transport of a client of the service (HTTPSaver, HTTPStore): the
+    URL and key from the arguments or the environment, checked."""
+    base_url = url or os.environ.get(URL_ENV)
+    if not base_url:
+        raise ValueError(f"{owner} needs the service URL: pass url= or set {URL_ENV}")
+    parts = urlsplit(base_url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"not an http(s) URL: {base_url!r}")
+    all_headers = {"User-Agent": f"saver-client/{__version__}"}
+    api_key = api_key if api_key is not None else os.environ.get(API_KEY_ENV)
+    if api_key:
+        all_headers["Authorization"] = f"Bearer {api_key}"
+    all_headers.update(headers or {})
+    return Transport(
+        base_url.rstrip("/"),
+        headers=all_headers,
+        timeout=Timeout.of(timeout),
+        retry=retry or RetryPolicy(),
+    )
+
+
 # The calls come by concern from the mixins, sync and async side by side, each
 # building its requests with _wire (no I/O there); this class holds the
 # configuration and the connections' lifecycle.
@@ -91,22 +121,8 @@ class HTTPSaver(
         super().__init__(serde=serde)
         self.scope = check_scope(scope)
         self.detect_conflicts = bool(detect_conflicts)
-        base_url = url or os.environ.get(URL_ENV)
-        if not base_url:
-            raise ValueError(f"HTTPSaver needs the service URL: pass url= or set {URL_ENV}")
-        parts = urlsplit(base_url)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise ValueError(f"not an http(s) URL: {base_url!r}")
-        all_headers = {"User-Agent": f"saver-client/{__version__}"}
-        api_key = api_key if api_key is not None else os.environ.get(API_KEY_ENV)
-        if api_key:
-            all_headers["Authorization"] = f"Bearer {api_key}"
-        all_headers.update(headers or {})
-        self._transport = Transport(
-            base_url.rstrip("/"),
-            headers=all_headers,
-            timeout=Timeout.of(timeout),
-            retry=retry or RetryPolicy(),
+        self._transport = make_transport(
+            type(self).__name__, url, api_key=api_key, headers=headers, timeout=timeout, retry=retry
         )
 
     @property

@@ -1,0 +1,138 @@
+package saver
+
+import (
+	"cmp"
+	"container/heap"
+	"math"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Query is a search's embedding, with its norm computed once.
+type Query struct {
+	vec  []float32
+	norm float64
+}
+
+// NewQuery prepares v for scoring.
+func NewQuery(v []float32) Query { return Query{vec: v, norm: norm(v)} }
+
+// ScoreFlat is the cosine similarity of the query with the best of an
+// item's n vectors, laid end to end in flat as a store keeps them (max
+// pooling, as InMemoryStore ranks an item by its best field). A zero vector
+// scores 0, as in InMemoryStore. Vectors of another length than the query's
+// cannot be compared: ok is false for an item without vectors of its
+// length, which is then no result of the search (PostgresStore returns only
+// items with vectors to a search with a query).
+func (q Query) ScoreFlat(flat []float32, n int) (score float64, ok bool) {
+	if n == 0 || len(flat) != n*len(q.vec) {
+		return 0, false
+	}
+	score = math.Inf(-1)
+	d := len(q.vec)
+	for i := 0; i < n; i++ {
+		if s := cosine(q, flat[i*d:(i+1)*d]); s > score {
+			score = s
+		}
+	}
+	return score, true
+}
+
+func cosine(q Query, v []float32) float64 {
+	var dot, vv float64
+	for i, x := range q.vec {
+		y := float64(v[i])
+		dot += float64(x) * y
+		vv += y * y
+	}
+	if q.norm == 0 || vv == 0 {
+		return 0
+	}
+	return dot / (q.norm * math.Sqrt(vv))
+}
+
+func norm(v []float32) float64 {
+	var s float64
+	for _, x := range v {
+		s += float64(x) * float64(x)
+	}
+	return math.Sqrt(s)
+}
+
+// Hit is a search candidate: where the item is, when it was last updated,
+// its score when the search has a query, and whatever the store needs to
+// read it again (Ref).
+type Hit struct {
+	Namespace Namespace
+	Key       string
+	UpdatedAt time.Time
+	Score     *float64
+	Ref       []byte
+}
+
+// CompareHits orders search results: by score, highest first, when they
+// have one; then by last update, newest first (PostgresStore's order for a
+// search without a query); then by namespace and key, so that the order is
+// total and every page of a search is the same whatever the store.
+func CompareHits(a, b Hit) int {
+	if a.Score != nil && b.Score != nil {
+		if c := cmp.Compare(*b.Score, *a.Score); c != 0 {
+			return c
+		}
+	}
+	return cmp.Or(
+		b.UpdatedAt.Compare(a.UpdatedAt),
+		a.Namespace.Compare(b.Namespace),
+		strings.Compare(a.Key, b.Key))
+}
+
+// TopK keeps the k first hits in CompareHits order among those offered:
+// memory for k hits whatever the number offered, as a search offers every
+// item under its prefix.
+type TopK struct {
+	k int
+	h hitHeap // the worst kept hit on top
+}
+
+// NewTopK returns a selection of the k first hits.
+func NewTopK(k int) *TopK { return &TopK{k: k} }
+
+// Would reports whether a hit would be kept, so that a store can skip
+// reading what would not be.
+func (t *TopK) Would(h Hit) bool {
+	return t.k > 0 && (len(t.h) < t.k || CompareHits(h, t.h[0]) < 0)
+}
+
+// Offer keeps h if it is among the k first so far.
+func (t *TopK) Offer(h Hit) {
+	switch {
+	case t.k <= 0:
+	case len(t.h) < t.k:
+		heap.Push(&t.h, h)
+	case CompareHits(h, t.h[0]) < 0:
+		t.h[0] = h
+		heap.Fix(&t.h, 0)
+	}
+}
+
+// Sorted returns the hits kept, first first.
+func (t *TopK) Sorted() []Hit {
+	out := slices.Clone(t.h)
+	slices.SortFunc(out, CompareHits)
+	return out
+}
+
+// hitHeap is a max-heap in CompareHits order: the last hit on top.
+type hitHeap []Hit
+
+func (h hitHeap) Len() int           { return len(h) }
+func (h hitHeap) Less(i, j int) bool { return CompareHits(h[i], h[j]) > 0 }
+func (h hitHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *hitHeap) Push(x any)        { *h = append(*h, x.(Hit)) }
+func (h *hitHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
