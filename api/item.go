@@ -19,7 +19,7 @@ import (
 // in one request, results in op order, as BaseStore.batch is the one
 // primitive every other method of the class calls.
 func (s *Server) registerItemRoutes(g *echo.Group) {
-	g.POST("/store/batch", s.handleStoreBatch)
+	g.POST("/store/batch", s.handleStoreBatch, s.budgetAnswer)
 }
 
 // Op kinds on the wire, as the metrics count them.

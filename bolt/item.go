@@ -38,7 +38,7 @@ func (s *Store) Batch(ctx context.Context, tenant string, ops []saver.ItemOp) ([
 			var err error
 			switch op := op.(type) {
 			case saver.GetOp:
-				results[i].Item, err = getItem(b, tenant, op, now, &refresh)
+				results[i].Item, err = getItem(ctx, b, tenant, op, now, &refresh)
 			case *saver.SearchOp:
 				results[i].Items, err = searchItems(ctx, b, tenant, op, now, &refresh)
 			case saver.ListNamespacesOp:
@@ -99,10 +99,14 @@ func liveItem(b kvBucket, k []byte, now time.Time) (itemRecord, bool, error) {
 	return r, !r.expired(now), nil
 }
 
-func getItem(b kvBucket, tenant string, op saver.GetOp, now time.Time, refresh *[][]byte) (*saver.Item, error) {
+func getItem(ctx context.Context, b kvBucket, tenant string, op saver.GetOp, now time.Time, refresh *[][]byte) (*saver.Item, error) {
 	k := itemKey(tenant, op.Namespace, op.Key)
 	r, ok, err := liveItem(b, k, now)
 	if !ok {
+		return nil, err
+	}
+	// The answer holds the value: charged to the response budget first.
+	if err := saver.Take(ctx, int64(len(r.value))); err != nil {
 		return nil, err
 	}
 	if op.RefreshTTL && r.ttl > 0 {
@@ -170,6 +174,9 @@ func searchItems(ctx context.Context, b kvBucket, tenant string, op *saver.Searc
 		r, err := decodeItem(b.Get(h.Ref))
 		if err != nil {
 			return nil, fmt.Errorf("item %q: %w", h.Ref, err)
+		}
+		if err := saver.Take(ctx, int64(len(r.value))); err != nil {
+			return nil, err
 		}
 		it := r.item(h.Namespace, h.Key)
 		it.Score = h.Score
