@@ -535,49 +535,94 @@ func (s *Store) searchItems(ctx context.Context, tenant string, op *saver.Search
 	return out, nil
 }
 
-// listNamespaces reads the items under the conditions' fixed prefix,
-// projected on their namespace and expiry, in its shard or every shard,
-// and returns the distinct namespaces of live items that match, truncated,
-// in tuple order.
+// listNamespaces walks the namespaces under the conditions' fixed prefix,
+// in its shard or every shard, and returns the distinct namespaces of live
+// items that match, truncated, in tuple order.
 func (s *Store) listNamespaces(ctx context.Context, tenant string, op saver.ListNamespacesOp, now time.Time) ([]saver.Namespace, error) {
+	want := op.Offset + op.Limit
 	if op.Limit == 0 {
 		return []saver.Namespace{}, nil
 	}
 	prefix := op.FixedPrefix()
-	found := make([]map[string]saver.Namespace, itemShards)
+	found := make([][]saver.Namespace, itemShards)
 	_, err := eachShard(ctx, prefix, func(ctx context.Context, i, shard int) error {
-		seen := map[string]saver.Namespace{}
-		found[i] = seen
-		return s.queryItems(ctx, tenant, shard, prefix, []string{attrSK, attrNamespace, attrItemKey, attrExpiresNs}, func(raw item) error {
-			si, err := decodeStoredItem(raw)
-			if err != nil || si.expired(now) || !op.Matches(si.ns) {
-				return err
-			}
-			t := si.ns.Truncate(op.MaxDepth)
-			seen[itemNSPrefix(t)] = t
-			return nil
-		})
+		var err error
+		found[i], err = s.listShard(ctx, tenant, shard, prefix, op, now, want)
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	all := map[string]saver.Namespace{}
-	for _, m := range found {
-		for k, ns := range m {
-			all[k] = ns
-		}
-	}
-	out := slices.SortedFunc(func(yield func(saver.Namespace) bool) {
-		for _, ns := range all {
-			if !yield(ns) {
-				return
-			}
-		}
-	}, saver.Namespace.Compare)
+	// A namespace truncated to max_depth may be listed by several shards.
+	out := slices.SortedFunc(slices.Values(slices.Concat(found...)), saver.Namespace.Compare)
+	out = slices.CompactFunc(out, func(a, b saver.Namespace) bool { return a.Compare(b) == 0 })
 	if op.Offset >= len(out) {
 		return []saver.Namespace{}, nil
 	}
-	return out[op.Offset:min(len(out), op.Offset+op.Limit)], nil
+	return out[op.Offset:min(len(out), want)], nil
+}
+
+// listShard walks one shard's namespaces under prefix in sort key order,
+// which is tuple order, up to want of them: pages of items projected on
+// their namespace and expiry (DynamoDB's 1 MB of items read per page), and
+// past the first live item of a namespace a seek past the namespace's own
+// items, or past everything under a namespace once it is listed truncated:
+// within the page read, or by a Query starting there when the seek lands
+// past it. A listing costs a request per namespace holding over a page of
+// items, and one per page of namespaces of small ones.
+// A seek key ends a namespace's prefix with '"', which no key holds: it
+// sorts after the namespace's own items ("!") and before the namespaces
+// under it (escaped labels start at '#').
+func (s *Store) listShard(ctx context.Context, tenant string, shard int, prefix saver.Namespace, op saver.ListNamespacesOp, now time.Time, want int) ([]saver.Namespace, error) {
+	pfx := itemNSPrefix(prefix)
+	end := pfx[:len(pfx)-1] + `"` // past everything under prefix
+	seek := pfx
+	var out []saver.Namespace
+	in := &dynamodb.QueryInput{}
+	project(&in.ProjectionExpression, &in.ExpressionAttributeNames, []string{attrSK, attrNamespace, attrItemKey, attrExpiresNs})
+	for len(out) < want && seek < end {
+		in.KeyConditionExpression = ptr("PK = :pk AND SK BETWEEN :from AND :to")
+		in.ExpressionAttributeValues = item{":pk": attrS(itemPartition(tenant, shard)), ":from": attrS(seek), ":to": attrS(end)}
+		page, err := s.table.QueryPage(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		last := ""
+		for _, raw := range page.Items {
+			sk := getS(raw, attrSK)
+			last = sk
+			if sk < seek || len(out) == want {
+				continue
+			}
+			si, err := decodeStoredItem(raw)
+			if err != nil {
+				return nil, err
+			}
+			if si.expired(now) {
+				continue
+			}
+			own := itemNSPrefix(si.ns)
+			past := own + `"`
+			if op.Matches(si.ns) {
+				t := si.ns.Truncate(op.MaxDepth)
+				out = append(out, t)
+				if len(t) < len(si.ns) || len(t) == op.MaxDepth {
+					tk := itemNSPrefix(t)
+					past = tk[:len(tk)-1] + `"`
+				}
+			}
+			seek = max(seek, past)
+		}
+		switch {
+		case len(page.LastEvaluatedKey) == 0:
+			return out, nil // nothing past last
+		case seek > last:
+			in.ExclusiveStartKey = nil
+		default:
+			in.ExclusiveStartKey = page.LastEvaluatedKey
+		}
+	}
+	return out, nil
 }
 
 // refreshItems restarts the TTL of the items read with a refresh asked for:
