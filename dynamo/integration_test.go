@@ -223,7 +223,7 @@ func TestRequestCounts(t *testing.T) {
 			mustCount(t, st, tt.want, func() { tt.fn(t) })
 		})
 	}
-	for _, tt := range append(append(ledgerCounts(s), expiryCounts(s)...), deltaCounts(t, s)...) {
+	for _, tt := range slices.Concat(ledgerCounts(s), expiryCounts(s), deltaCounts(t, s), itemCounts(s)) {
 		t.Run(tt.name, func(t *testing.T) {
 			if tt.setup != nil {
 				tt.setup(t)

@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"strconv"
 	"strings"
+
+	"github.com/saver-dev/saver"
 )
 
 // Key encoding. A key is a sequence of parts, each followed by sep. Parts are
@@ -132,3 +134,85 @@ func blobKey(ns, channel, version string) string {
 // such a checkpoint (or its writes) sorts below it, and every key of before
 // itself or a larger id sorts above it.
 func beforeBound(ns, before string) string { return nsPrefix(ns) + escape(before) }
+
+// Keys of the Store's items (itemstore.go). A tenant's items are spread over
+// itemShards partitions of their own, by a hash of their namespace's first
+// two labels, and sorted in each by namespace then key:
+//
+//	PK  <tenant>!~items!<shard>!
+//	SK  i!<label 1>!...!<label n>!!<key>!
+//
+// Labels and keys are escaped, never hashed (the domain bounds them, see
+// saver.MaxNamespaceKeyBytes), so a namespace prefix is a prefix of the sort
+// key: labels are never empty, and the empty part after the last one ends
+// the namespace, so "i!a!" starts exactly the items of ("a", ...) and
+// byte order is Python's tuple order.
+const (
+	itemsPart   = "~items"
+	kindItem    = "i"
+	itemShards  = 16
+	shardLabels = 2 // the labels that choose an item's shard
+)
+
+// itemShard is the shard of a namespace's items, and of every namespace
+// under it when it has shardLabels labels or more.
+func itemShard(ns saver.Namespace) int {
+	h := sha256.New()
+	for _, l := range ns[:min(len(ns), shardLabels)] {
+		h.Write([]byte(escape(l)))
+		h.Write([]byte{sep})
+	}
+	return int(h.Sum(nil)[0]) % itemShards
+}
+
+// itemShardsUnder lists the shards holding the namespaces under prefix:
+// its own when it fixes the labels that choose one, all of them otherwise.
+func itemShardsUnder(prefix saver.Namespace) []int {
+	if len(prefix) >= shardLabels {
+		return []int{itemShard(prefix)}
+	}
+	all := make([]int, itemShards)
+	for i := range all {
+		all[i] = i
+	}
+	return all
+}
+
+// itemPartition is the partition key of a tenant's item shard.
+func itemPartition(tenant string, shard int) string {
+	return tenantPrefix(tenant) + key(itemsPart, strconv.Itoa(shard))
+}
+
+// itemNSPrefix starts the sort key of every item of ns and of the
+// namespaces under it.
+func itemNSPrefix(ns saver.Namespace) string {
+	parts := make([]string, 0, len(ns)+1)
+	parts = append(parts, kindItem)
+	for _, l := range ns {
+		parts = append(parts, escape(l))
+	}
+	return key(parts...)
+}
+
+// itemSortKey is the sort key of an item.
+func itemSortKey(ns saver.Namespace, k string) string {
+	return itemNSPrefix(ns) + key("", escape(k))
+}
+
+// itemOwnerPrefix starts the name under which a shard's offloaded values
+// are kept (the Offloader's thread id): not UTF-8, so no thread's id, and
+// OffloadRefs knows it for the shard's partition (see itemstore.go).
+const itemOwnerPrefix = "\xff" + itemsPart + "!"
+
+// itemOwner is the offloader's thread id of a shard's values.
+func itemOwner(shard int) string { return itemOwnerPrefix + strconv.Itoa(shard) }
+
+// parseItemOwner returns the shard an offloader's thread id names, if any.
+func parseItemOwner(threadID string) (int, bool) {
+	rest, ok := strings.CutPrefix(threadID, itemOwnerPrefix)
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(rest)
+	return n, err == nil && n >= 0 && n < itemShards && strconv.Itoa(n) == rest
+}

@@ -133,6 +133,7 @@ func TestKeyLengths(t *testing.T) {
 		"blob":       blobKey(ns, name, name),
 		"lifetimes":  getS(lifetimesKey("", ns), attrSK),
 		"before":     beforeBound(ns, id),
+		"item":       itemSortKey(worstNamespace(t), worstItemKey(t)),
 	}
 	for kind, k := range keys {
 		if len(k) > 1024 {
@@ -144,12 +145,46 @@ func TestKeyLengths(t *testing.T) {
 	pks := map[string]string{
 		"thread": partitionKey(tenant, thread),
 		"ledger": getS(ledgerKey(tenant, name), attrPK),
+		"items":  itemPartition(tenant, itemShards-1),
 	}
 	for kind, k := range pks {
 		if len(k) > 2048 {
 			t.Errorf("%s partition key is %d bytes long", kind, len(k))
 		}
 	}
+}
+
+// worstNamespace is the longest namespace the domain accepts as a store
+// key holds it: labels of "!" (three bytes each) up to the namespace's
+// limit. One byte more is refused.
+func worstNamespace(t *testing.T) saver.Namespace {
+	t.Helper()
+	label := strings.Repeat("!", (saver.MaxLabelKeyBytes-1)/3) // 255 bytes, + 1 separator
+	ns := saver.Namespace{label, label}
+	if err := ns.Validate("namespace"); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(itemNSPrefix(ns)) - len(itemNSPrefix(nil)); n != saver.MaxNamespaceKeyBytes {
+		t.Fatalf("the worst namespace takes %d bytes, want %d", n, saver.MaxNamespaceKeyBytes)
+	}
+	if err := append(ns, "x").Validate("namespace"); err == nil {
+		t.Fatal("a namespace over the limit passed")
+	}
+	return ns
+}
+
+// worstItemKey is the longest item key the domain accepts as a store key
+// holds it: "!" up to the limit (three bytes each).
+func worstItemKey(t *testing.T) string {
+	t.Helper()
+	k := strings.Repeat("!", saver.MaxItemKeyBytes/3)
+	if err := saver.ValidateItemKey(k); err != nil || len(escape(k)) != saver.MaxItemKeyBytes {
+		t.Fatalf("the worst key: %v, %d bytes", err, len(escape(k)))
+	}
+	if saver.ValidateItemKey(k+"x") == nil {
+		t.Fatal("a key over the limit passed")
+	}
+	return k
 }
 
 // worst returns, of the strings of a "!" (escaped to three bytes) then b "x"

@@ -320,10 +320,14 @@ func stringMap(av types.AttributeValue) map[string]string {
 func (s *Store) OffloadRefs(ctx context.Context, tenant, threadID string) ([]string, error) {
 	e := awsx.NewExpr("p")
 	e.Text = strings.Join([]string{e.Path(attrBody, payloadRef), e.Path(attrValue, payloadRef), e.Name(attrExpiresAt)}, ", ")
+	pk := partitionKey(tenant, threadID)
+	if shard, ok := parseItemOwner(threadID); ok {
+		pk = itemPartition(tenant, shard) // the Store's items of a shard
+	}
 	var out []string
 	err := s.table.Query(ctx, &dynamodb.QueryInput{
 		KeyConditionExpression:    ptr("PK = :pk"),
-		ExpressionAttributeValues: item{":pk": attrS(partitionKey(tenant, threadID))},
+		ExpressionAttributeValues: item{":pk": attrS(pk)},
 		ExpressionAttributeNames:  e.Names,
 		ProjectionExpression:      &e.Text,
 	}, func(items []item) bool {

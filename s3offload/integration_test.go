@@ -156,3 +156,56 @@ func TestSweeperKeepsLiveObjects(t *testing.T) {
 		t.Fatalf("%d objects left after delete_thread, want the other thread's 2", got)
 	}
 }
+
+// bigItem is a put of an item whose value (over 350 KB) is offloaded.
+func bigItem(ns saver.Namespace, key string, fill byte) saver.PutOp {
+	return storetest.Put(ns, key, `{"text": "`+string(bytes.Repeat([]byte{fill}, 360<<10))+`"}`)
+}
+
+// TestSweeperKeepsLiveItemValues sweeps the offloaded values of the Store's
+// items: a crashed put's orphan, a value replaced by a re-put, and one only
+// an expired item points at go; live values stay and read back whole,
+// whichever shard their item is in.
+func TestSweeperKeepsLiveItemValues(t *testing.T) {
+	st := localstack.MustStore(t)
+	tenant := storetest.NewTenant()
+	crashing := dynamo.NewStore(crashingDB{st.DB}, st.Store.Table())
+	crashing.Offload = st.Offload
+	if _, err := crashing.Batch(t.Context(), tenant, []saver.ItemOp{bigItem(saver.Namespace{"crashed"}, "k", 'a')}); !errors.Is(err, errCrash) {
+		t.Fatalf("Batch = %v, want the injected crash", err)
+	}
+	if storetest.MustGet(t, st.Store, tenant, saver.Namespace{"crashed"}, "k") != nil {
+		t.Fatal("the crashed put's item exists")
+	}
+	live := []saver.ItemOp{bigItem(saver.Namespace{"users", "u1"}, "k", 'b'), bigItem(saver.Namespace{"users", "u2", "memories"}, "k", 'c')}
+	storetest.MustBatch(t, st.Store, tenant, live...)
+	storetest.MustBatch(t, st.Store, tenant, bigItem(saver.Namespace{"replaced"}, "k", 'd'))
+	storetest.MustBatch(t, st.Store, tenant, storetest.Put(saver.Namespace{"replaced"}, "k", `{"small": true}`))
+	expiring := bigItem(saver.Namespace{"expiring"}, "k", 'e')
+	expiring.TTL = time.Minute
+	storetest.MustBatch(t, st.Store, tenant, expiring)
+	if got := len(st.Objects(t)); got != 5 {
+		t.Fatalf("bucket holds %d objects, want 5", got)
+	}
+
+	restore := later(st, 3*time.Hour)
+	st.Store.Now = func() time.Time { return time.Now().Add(3 * time.Hour) }
+	res, err := st.Sweeper.Sweep(t.Context(), time.Minute)
+	st.Store.Now = time.Now
+	restore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Deleted != 3 {
+		t.Fatalf("sweep deleted %d objects, want 3 (the orphan, the replaced value, the expired item's)", res.Deleted)
+	}
+	if got := len(st.Objects(t)); got != 2 {
+		t.Fatalf("%d objects left, want the 2 live values", got)
+	}
+	for _, op := range live {
+		p := op.(saver.PutOp)
+		if it := storetest.MustGet(t, st.Store, tenant, p.Namespace, p.Key); it == nil || !bytes.Equal(it.Value, p.Value) {
+			t.Fatalf("%v lost its value after the sweep", p.Namespace)
+		}
+	}
+}

@@ -52,10 +52,10 @@ func openAWS(ctx context.Context, c Config, logger *slog.Logger) (*awsStore, err
 }
 
 // capabilities are what the production store offers beyond saver.Store:
-// the dynamo store's tree, ledger, expiry and conditional puts, and a
+// the dynamo store's tree, ledger, expiry, items and conditional puts, and a
 // readiness probe of the table and the bucket.
 func (s *awsStore) capabilities() api.Capabilities {
-	return api.Capabilities{Tree: s.DB, Ledger: s.DB, Expirer: s.DB, Pinger: s, HeadGuard: true}
+	return api.Capabilities{Tree: s.DB, Ledger: s.DB, Expirer: s.DB, Items: s.DB, Pinger: s, HeadGuard: true}
 }
 
 // Ping checks the table and, with offload, the bucket: the readiness probe.

@@ -135,27 +135,17 @@ func TestWiringSurvivesAWrapper(t *testing.T) {
 }
 
 // TestAWSStoreCapabilities checks what the production store is wired with:
-// its dynamo store's tree, ledger and expiry, its own readiness probe
-// (table and bucket) and conditional puts, so that it serves the routes the
-// embedded store serves without embedding the dynamo store. The one route
-// it lacks is the Store's (POST /v1/store/batch): the dynamo store does not
-// keep items yet, so the route must be absent rather than advertised.
+// its dynamo store's tree, ledger, expiry and items, its own readiness
+// probe (table and bucket) and conditional puts, so that it serves every
+// route the embedded store serves without embedding the dynamo store.
 func TestAWSStoreCapabilities(t *testing.T) {
 	st := &awsStore{DB: dynamo.NewStore(nil, "table")}
 	caps := st.capabilities()
-	if caps.Tree != st.DB || caps.Ledger != st.DB || caps.Expirer != st.DB || caps.Pinger != st || !caps.HeadGuard {
+	if caps.Tree != st.DB || caps.Ledger != st.DB || caps.Expirer != st.DB || caps.Items != st.DB || caps.Pinger != st || !caps.HeadGuard {
 		t.Fatalf("capabilities = %+v, want the dynamo store's, the awsStore's Ping and HeadGuard", caps)
 	}
 	m, b := mustMainWithBolt(t)
-	var want []api.Route
-	for _, r := range sortedRoutes(m.newServer(b, boltCapabilities(b))) {
-		if r.Path != "/v1/store/batch" { // until the dynamo store keeps items
-			want = append(want, r)
-		}
-	}
-	if caps.Items != nil {
-		t.Fatal("the production store offers items: serve them and drop the exception above")
-	}
+	want := sortedRoutes(m.newServer(b, boltCapabilities(b)))
 	if diff := gocmp.Diff(want, sortedRoutes(m.newServer(&countingStore{Store: st.DB}, caps))); diff != "" {
 		t.Fatalf("routes of the production store mismatch (-embedded +production):\n%s", diff)
 	}

@@ -24,8 +24,10 @@ import (
 type DB interface {
 	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
 	Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
 	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
 	BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error)
 	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
@@ -60,15 +62,16 @@ func NewTable(db DB, name string) *Table { return &Table{DB: db, Name: name, Pau
 
 // WriteOp is one action of a write request: a put (upsert) of Item; with
 // Set, an update of the item at Item (which then holds only the key) by
-// that expression.
+// that expression; with Delete, the deletion of the item at Item (its key).
 //
 // Cond, when set, must hold on the stored item for the action to apply.
 // When it does not, the request the op went in fails as a whole and
 // Transact reports the op with the item as stored (see CondFailed).
 type WriteOp struct {
-	Item Item
-	Set  *Expr
-	Cond *Expr
+	Item   Item
+	Set    *Expr
+	Delete bool
+	Cond   *Expr
 }
 
 // CondFailed reports the ops whose condition did not hold, by index in the
@@ -135,14 +138,22 @@ func (t *Table) writeOne(ctx context.Context, op WriteOp) error {
 	if op.Cond != nil {
 		cond, failed = &op.Cond.Text, types.ReturnValuesOnConditionCheckFailureAllOld
 	}
-	if op.Set == nil {
+	switch {
+	case op.Delete:
+		names, values := Merge(op.Cond)
+		_, err = t.DB.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+			TableName: &t.Name, Key: op.Item, ConditionExpression: cond,
+			ExpressionAttributeNames: names, ExpressionAttributeValues: values,
+			ReturnValuesOnConditionCheckFailure: failed,
+		})
+	case op.Set == nil:
 		names, values := Merge(op.Cond)
 		_, err = t.DB.PutItem(ctx, &dynamodb.PutItemInput{
 			TableName: &t.Name, Item: op.Item, ConditionExpression: cond,
 			ExpressionAttributeNames: names, ExpressionAttributeValues: values,
 			ReturnValuesOnConditionCheckFailure: failed,
 		})
-	} else {
+	default:
 		u := t.update(op)
 		_, err = t.DB.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 			TableName:                           &t.Name,
@@ -163,6 +174,15 @@ func (t *Table) writeOne(ctx context.Context, op WriteOp) error {
 
 // transactItem returns op as an action of a transaction.
 func (t *Table) transactItem(op WriteOp) types.TransactWriteItem {
+	if op.Delete {
+		d := &types.Delete{TableName: &t.Name, Key: op.Item}
+		if op.Cond != nil {
+			d.ConditionExpression = &op.Cond.Text
+			d.ExpressionAttributeNames, d.ExpressionAttributeValues = Merge(op.Cond)
+			d.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
+		}
+		return types.TransactWriteItem{Delete: d}
+	}
 	if op.Set != nil {
 		u := t.update(op)
 		if op.Cond != nil {
@@ -306,6 +326,15 @@ func Backoff(ctx context.Context, try int) error {
 	case <-t.C:
 		return nil
 	}
+}
+
+// Get reads one item by key, strongly consistent; nil when there is none.
+func (t *Table) Get(ctx context.Context, key Item) (Item, error) {
+	out, err := t.DB.GetItem(ctx, &dynamodb.GetItemInput{TableName: &t.Name, Key: key, ConsistentRead: ptr(true)})
+	if err != nil {
+		return nil, DynamoError(err)
+	}
+	return nilIfEmpty(out.Item), nil
 }
 
 // Query calls fn with each page of the query's items, in order, until fn

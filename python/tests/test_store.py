@@ -49,13 +49,6 @@ from saver_client import HTTPSaver, HTTPStore, InvalidRequestError, NoRouteError
 DIMS = 8
 WORDS = ["apple", "pizza", "sushi", "river", "mountain", "code", "music", "tea", "rain", "book"]
 
-# The DynamoDB store does not keep items yet (issue 19 lands it next): the
-# service leaves the route out there, which test_route_absent_on_dynamodb
-# checks, so that this skip stops holding once the route appears.
-ON_DYNAMODB = os.environ.get("SAVER_STORE") == "dynamodb"
-needs_items = pytest.mark.skipif(ON_DYNAMODB, reason="the DynamoDB store does not serve the Store yet")
-
-
 def fake_embed(texts: list[str]) -> list[list[float]]:
     """A deterministic embedding: each word adds a direction from its hash."""
     out = []
@@ -78,11 +71,14 @@ def store(saver_url: str) -> Any:
         yield s
 
 
-def test_route_absent_on_dynamodb(saver_url: str) -> None:
-    if not ON_DYNAMODB:
-        pytest.skip("checks the DynamoDB store's missing route")
-    with HTTPStore(saver_url) as s, pytest.raises(NoRouteError):
-        s.get(("a",), "k")
+def test_route_served(saver_url: str) -> None:
+    """Every store serves the Store's route, the DynamoDB one included."""
+    with HTTPStore(saver_url) as s:
+        try:
+            got = s.get((f"fresh-{os.urandom(4).hex()}",), "k")
+        except NoRouteError:
+            pytest.fail("the service does not serve POST /v1/store/batch")
+        assert got is None
 
 
 class Model:
@@ -218,7 +214,6 @@ def compare(ops: list[Op], got: list[Any], want: list[Any]) -> None:
             assert g == w, where
 
 
-@needs_items
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_random_ops_match_in_memory_store(store: HTTPStore, seed: int) -> None:
     model, ref = Model(seed), InMemoryStore(index=INDEX)
@@ -227,7 +222,6 @@ def test_random_ops_match_in_memory_store(store: HTTPStore, seed: int) -> None:
         compare(ops, store.batch(ops), model.apply_to_reference(ref, ops))
 
 
-@needs_items
 @pytest.mark.parametrize("seed", [11, 12])
 def test_random_ops_match_in_memory_store_async(saver_url: str, seed: int) -> None:
     async def run() -> None:
@@ -240,7 +234,6 @@ def test_random_ops_match_in_memory_store_async(saver_url: str, seed: int) -> No
     asyncio.run(run())
 
 
-@needs_items
 def test_methods_and_created_at(store: HTTPStore) -> None:
     ns = ("users", os.urandom(4).hex(), "memories")
     store.put(ns, "m1", {"text": "likes pizza", "n": 1})
@@ -257,7 +250,6 @@ def test_methods_and_created_at(store: HTTPStore) -> None:
     assert store.get(ns, "m1") is None
 
 
-@needs_items
 def test_bad_input_is_refused(store: HTTPStore) -> None:
     ns = ("bad", os.urandom(4).hex())
     with pytest.raises(InvalidRequestError, match=r"ops\[1\]: filter\.n\.\$gt"):
@@ -268,7 +260,6 @@ def test_bad_input_is_refused(store: HTTPStore) -> None:
         unindexed.put(ns, "!" * 200, {"a": 1})
 
 
-@needs_items
 def test_ttl_and_refresh(saver_url: str) -> None:
     ns = ("ttl", os.urandom(4).hex())
     with HTTPStore(saver_url, ttl={"default_ttl": 0.05, "refresh_on_read": False}) as store:
@@ -303,7 +294,6 @@ def recall(state: State) -> dict[str, Any]:
     return {"found": [h.value["text"] for h in hits]}
 
 
-@needs_items
 def test_graph_nodes_use_the_store(saver_url: str) -> None:
     builder = StateGraph(State)
     builder.add_node("remember", remember)
