@@ -385,6 +385,10 @@ func (s *Store) getItem(ctx context.Context, tenant string, op saver.GetOp, now 
 	if err := s.fetch(ctx, &l); err != nil {
 		return nil, err
 	}
+	// The answer holds the value: charged to the response budget.
+	if err := saver.Take(ctx, int64(len(it.Value))); err != nil {
+		return nil, err
+	}
 	if op.RefreshTTL && si.ttl > 0 {
 		*refresh = append(*refresh, si)
 	}
@@ -530,6 +534,9 @@ func (s *Store) searchItems(ctx context.Context, tenant string, op *saver.Search
 	}
 	out := make([]saver.Item, len(items))
 	for i, it := range items {
+		if err := saver.Take(ctx, int64(len(it.Value))); err != nil {
+			return nil, err
+		}
 		out[i] = *it
 	}
 	return out, nil
