@@ -12,10 +12,12 @@ import (
 // a quota runs out) rolls its transaction back, so nothing of it is
 // stored, and is answered EUNAVAILABLE: retrying is right once space is
 // freed. The store remembers it (Store.full), so that Ping reports the
-// store not ready instead of answering for reads only, until a write
-// commits again or Ping's probe finds space: a probe, as a store that a
-// load balancer has taken out of rotation for being full gets no writes
-// to find out with.
+// store not ready instead of answering for reads only, until the engine
+// finds room for puts again (HasRoom): after a write that commits, or in
+// Ping's probe, as a store that a load balancer has taken out of rotation
+// for being full gets no writes to find out with. A write that commits is
+// not enough: deletions commit into the reserve that puts are refused
+// (roomFor).
 
 // spaceProbeBytes is what the probe writes next to the file: space for a
 // put of some size, not only for one page.
@@ -30,13 +32,20 @@ func noSpace(err error) bool {
 func (s *Store) noteWrite(err error) {
 	switch {
 	case err == nil:
-		if s.full.Swap(false) {
-			s.Logger.Info("disk space is back", "path", s.path)
+		if s.full.Load() && s.db.HasRoom() == nil {
+			s.roomIsBack()
 		}
 	case noSpace(err):
 		if !s.full.Swap(true) {
 			s.Logger.Error("disk full: writes fail until space is freed", "path", s.path, "error", err)
 		}
+	}
+}
+
+// roomIsBack records that the engine found room for puts again.
+func (s *Store) roomIsBack() {
+	if s.full.Swap(false) {
+		s.Logger.Info("disk space is back", "path", s.path)
 	}
 }
 
@@ -59,5 +68,6 @@ func (e *boltEngine) HasRoom() error {
 	return f.Sync()
 }
 
-// HasRoom for Pebble: writes need the reserve free, nothing more.
+// HasRoom for Pebble: writes need the reserve free, nothing more; the
+// bar a put must pass, not the lower one of deletions.
 func (e *pebbleEngine) HasRoom() error { return e.roomFor(0, false) }

@@ -113,6 +113,49 @@ func testDiskFull(t *testing.T, engine string, size int64) {
 	})
 }
 
+// TestDiskFullAfterADeletion fills a Pebble store's disk with puts until
+// they are refused, then leaves half the reserve free: a deletion commits
+// (deletions may go into the reserve), and Ping still reports the store
+// not ready, since puts are still refused; once space is freed Ping is
+// ready again. Before, any write that committed cleared the disk-full
+// flag, so the deletion made Ping (and /readyz) ready while puts failed.
+func TestDiskFullAfterADeletion(t *testing.T) {
+	smallfs.Run(t, 3*bolt.DefaultReserveBytes, func(t *testing.T, dir string) {
+		s := MustOpen(t, filepath.Join(dir, "saver.db"))
+		ref, doomed := storetest.NewRef(), storetest.NewRef()
+		storetest.MustPutCheckpoint(t, s, storetest.NewCheckpoint(doomed, "1"))
+		put := func(i, size int) error {
+			in := storetest.NewCheckpoint(ref, fmt.Sprintf("%08d", i))
+			storetest.SetChannel(&in, "messages", fmt.Sprint(i), strings.Repeat(fmt.Sprint(i%10), size))
+			return s.PutCheckpoint(t.Context(), in)
+		}
+		var full error
+		for i := 0; i < 200 && full == nil; i++ {
+			full = put(i, 1<<20)
+		}
+		if saver.ErrorCode(full) != saver.EUNAVAILABLE {
+			t.Fatalf("puts on a filling disk: %v, want unavailable", full)
+		}
+		free := smallfs.FillTo(t, dir, bolt.DefaultReserveBytes/2)
+		if err := s.DeleteThread(t.Context(), doomed.Tenant, doomed.ThreadID); err != nil {
+			t.Fatalf("delete on a full disk: %v", err)
+		}
+		if err := s.Ping(t.Context()); saver.ErrorCode(err) != saver.EUNAVAILABLE {
+			t.Fatalf("Ping after a deletion, half the reserve free: %v, want unavailable", err)
+		}
+		if err := put(1000, 64<<10); saver.ErrorCode(err) != saver.EUNAVAILABLE {
+			t.Fatalf("put after a deletion, half the reserve free: %v, want unavailable", err)
+		}
+		free()
+		if err := s.Ping(t.Context()); err != nil {
+			t.Fatalf("Ping after space was freed: %v", err)
+		}
+		if err := put(1000, 64<<10); err != nil {
+			t.Fatalf("put after space was freed: %v", err)
+		}
+	})
+}
+
 // TestDiskFullAtCreate creates a store on a full disk: Open fails with the
 // reason and leaves no file behind (an empty file would be refused at the
 // next start), and creates the store once there is space.

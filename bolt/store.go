@@ -321,7 +321,7 @@ func (s *Store) Ping(ctx context.Context) error {
 		if err := s.db.HasRoom(); err != nil {
 			return translate("ping", err)
 		}
-		s.noteWrite(nil)
+		s.roomIsBack()
 	}
 	return s.view(ctx, "ping", func(tx kvTx) error {
 		for _, name := range buckets {

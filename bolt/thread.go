@@ -41,16 +41,19 @@ func (s *Store) DeleteThread(ctx context.Context, tenant, threadID string) error
 // one looked at. doomed gets the transaction, the key after prefix and the
 // value.
 func (s *Store) deleteWhere(ctx context.Context, op string, bucket, prefix []byte, doomed func(tx kvTx, rest, v []byte) (bool, error)) error {
-	from := prefix
-	for from != nil {
+	for from := prefix; from != nil; {
+		// fn may run twice (see update): it starts from from each time,
+		// and the loop moves on only once its transaction committed.
+		var next []byte
 		err := s.update(ctx, op, func(tx kvTx) error {
 			var err error
-			from, err = deleteBatch(tx, bucket, prefix, from, doomed)
+			next, err = deleteBatch(tx, bucket, prefix, from, doomed)
 			return err
 		})
 		if err != nil {
 			return err
 		}
+		from = next
 	}
 	return nil
 }
@@ -494,14 +497,14 @@ func (s *Store) keepLatest(ctx context.Context, thread saver.CheckpointRef) erro
 		return err
 	}
 	// Blobs: those no stored checkpoint references, read again per batch.
-	from := prefix
-	for from != nil {
+	for from := prefix; from != nil; {
+		var next []byte
 		err := s.update(ctx, "prune", func(tx kvTx) error {
 			referenced, err := referencedBlobs(ctx, tx, thread)
 			if err != nil {
 				return err
 			}
-			from, err = deleteBatch(tx, bucketBlobs, prefix, from, func(_ kvTx, rest, _ []byte) (bool, error) {
+			next, err = deleteBatch(tx, bucketBlobs, prefix, from, func(_ kvTx, rest, _ []byte) (bool, error) {
 				return !referenced[string(rest)], nil
 			})
 			return err
@@ -509,6 +512,7 @@ func (s *Store) keepLatest(ctx context.Context, thread saver.CheckpointRef) erro
 		if err != nil {
 			return err
 		}
+		from = next
 	}
 	return nil
 }

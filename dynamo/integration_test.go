@@ -210,6 +210,12 @@ func TestRequestCounts(t *testing.T) {
 				t.Fatalf("nodes %+v, want 9 with an error on 0007", nodes)
 			}
 		}},
+		// One page of the thread, its 280 items 25 a request, as DeleteThread.
+		{"CopyThread", requests{"Query": 1, "BatchWriteItem": 12}, func(t *testing.T) {
+			if err := s.CopyThread(t.Context(), ref.Tenant, ref.ThreadID, ref.ThreadID+"-copy"); err != nil {
+				t.Fatal(err)
+			}
+		}},
 		{"DeleteThread", requests{"Query": 1, "BatchWriteItem": 12}, func(t *testing.T) {
 			// 9 checkpoints, 10 bundles and 2 error writes, 5+5+99+150
 			// blobs: 280 items, 25 a request.

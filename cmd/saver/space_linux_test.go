@@ -185,8 +185,10 @@ func body(resp *http.Response) string {
 // two threads until the embedded store refuses them (503, the disk's
 // reserve reached), then leaves half the reserve free: DELETE of one thread
 // and a prune `delete` of the other succeed, as they are how an operator
-// frees the disk. Before, both were refused 503 like the puts, so the API
-// could not free any space. With nothing at all free, the DELETE is 503.
+// frees the disk, and /readyz stays 503 while puts are still refused.
+// Before, both were refused 503 like the puts, so the API could not free
+// any space; then the deletion made /readyz 200 with puts still refused.
+// With nothing at all free, the DELETE is 503.
 func TestServiceDeletesOnADiskItFilled(t *testing.T) {
 	smallfs.Run(t, 3*bolt.DefaultReserveBytes, func(t *testing.T, dir string) {
 		m, base := serve(t, filepath.Join(dir, "saver.db"))
@@ -213,9 +215,16 @@ func TestServiceDeletesOnADiskItFilled(t *testing.T) {
 		}
 		free()
 		// Compactions and other files may leave less than the reserve.
-		defer smallfs.FillTo(t, dir, bolt.DefaultReserveBytes/2)()
+		free = smallfs.FillTo(t, dir, bolt.DefaultReserveBytes/2)
 		if resp := del(t, base+"/v1/threads/full"); resp.StatusCode != http.StatusNoContent {
 			t.Fatalf("DELETE of a thread on a full disk: %d %s", resp.StatusCode, body(resp))
+		}
+		// The deletion committed, but puts are still refused: not ready.
+		if resp := get(t, base+"/readyz"); resp.StatusCode != http.StatusServiceUnavailable {
+			t.Fatalf("/readyz after a DELETE, half the reserve free: %d %s", resp.StatusCode, body(resp))
+		}
+		if resp := post(t, base+"/v1/threads/other/checkpoints", putBody("later")); resp.StatusCode != http.StatusServiceUnavailable {
+			t.Fatalf("put after a DELETE, half the reserve free: %d %s", resp.StatusCode, body(resp))
 		}
 		resp := post(t, base+"/v1/threads/prune", []byte(`{"thread_ids":["other"],"strategy":"delete"}`))
 		if msg := body(resp); resp.StatusCode != http.StatusNoContent {
@@ -226,6 +235,10 @@ func TestServiceDeletesOnADiskItFilled(t *testing.T) {
 			if msg := body(resp); resp.StatusCode != http.StatusNotFound {
 				t.Fatalf("thread %s after its deletion: %d %s", thread, resp.StatusCode, msg)
 			}
+		}
+		free()
+		if resp := get(t, base+"/readyz"); resp.StatusCode != http.StatusOK {
+			t.Fatalf("/readyz after space was freed: %d %s", resp.StatusCode, body(resp))
 		}
 	})
 }
