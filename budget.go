@@ -23,6 +23,12 @@ func WithBudget(ctx context.Context, b Budget) context.Context {
 	return context.WithValue(ctx, budgetKey{}, b)
 }
 
+// BudgetOf returns the budget ctx carries, or nil.
+func BudgetOf(ctx context.Context) Budget {
+	b, _ := ctx.Value(budgetKey{}).(Budget)
+	return b
+}
+
 // Take charges n bytes to the budget ctx carries; nil without one.
 func Take(ctx context.Context, n int64) error {
 	if b, ok := ctx.Value(budgetKey{}).(Budget); ok && n > 0 {

@@ -96,6 +96,13 @@ func (a *answer) release() {
 	a.held = 0
 }
 
+// answerOf returns the request's share of the response budget, if it has
+// one.
+func answerOf(ctx context.Context) (*answer, bool) {
+	a, ok := saver.BudgetOf(ctx).(*answer)
+	return a, ok
+}
+
 // budgetAnswer is the middleware of the routes that answer with stored
 // values: the request's context carries its share of the response budget
 // (saver.WithBudget), given back once the handler has written the answer.

@@ -267,3 +267,62 @@ func TestResponseBudget_Shares(t *testing.T) {
 		})
 	}
 }
+
+// TestSearchPageShortensToTheBudget: a page of large checkpoints more than
+// the caller's share of the response budget was a 413 for the whole list.
+// It is now answered shorter, with a cursor, so a client following cursors
+// reads every checkpoint.
+func TestSearchPageShortensToTheBudget(t *testing.T) {
+	const size = 1 << 20
+	var ids []string
+	for i := 9; i >= 0; i-- {
+		ids = append(ids, fmt.Sprintf("c%d", i)) // newest first
+	}
+	m := &mock.Store{ListCheckpointsFn: func(ctx context.Context, f saver.ListFilter) ([]*saver.Tuple, error) {
+		var out []*saver.Tuple
+		for _, id := range ids {
+			if f.After != nil && id >= f.After.ID {
+				continue
+			}
+			if len(out) == f.Limit {
+				break
+			}
+			if err := saver.Take(ctx, size); err != nil {
+				return nil, err
+			}
+			ref := saver.CheckpointRef{ThreadID: "t", ID: id}
+			out = append(out, &saver.Tuple{Checkpoint: saver.Checkpoint{CheckpointRef: ref, Body: saver.Typed{Type: "bytes", Data: make([]byte, size)}}})
+		}
+		return out, nil
+	}}
+	s := MustMockServer(t, m)
+	s.MaxResponsesBytes, s.HistoryPageBytes = 16*size, size // a share of 4 MiB
+	var got []string
+	var cursor any
+	for range 20 {
+		body, _ := json.Marshal(map[string]any{"thread_id": "t", "cursor": cursor})
+		rec := do(t, s, "POST", "/v1/checkpoints/search", "application/json", body)
+		if rec.Code != 200 {
+			t.Fatalf("search: %d %s", rec.Code, rec.Body)
+		}
+		var page struct {
+			Tuples []struct {
+				CheckpointID string `json:"checkpoint_id"`
+			} `json:"tuples"`
+			NextCursor *string `json:"next_cursor"`
+		}
+		if err := json.Unmarshal(rec.Body.Bytes(), &page); err != nil {
+			t.Fatal(err)
+		}
+		for _, tp := range page.Tuples {
+			got = append(got, tp.CheckpointID)
+		}
+		if page.NextCursor == nil {
+			break
+		}
+		cursor = *page.NextCursor
+	}
+	if !reflect.DeepEqual(got, ids) {
+		t.Fatalf("read %v, want %v", got, ids)
+	}
+}
