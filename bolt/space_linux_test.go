@@ -232,7 +232,9 @@ func TestDiskReserveUnderConcurrentPuts(t *testing.T) {
 				lowMu.Unlock()
 			}
 		)
+		sampled := make(chan struct{})
 		go func() {
+			defer close(sampled)
 			for {
 				select {
 				case <-done:
@@ -276,6 +278,7 @@ func TestDiskReserveUnderConcurrentPuts(t *testing.T) {
 			t.Fatal(err)
 		}
 		close(done)
+		<-sampled // the sampler is through: low is ours to read
 		sample()
 		after := freeBytes(t, dir)
 		t.Logf("%d puts of 8 MiB acknowledged; free space at least %.1f MiB during the puts, %.1f MiB after (reserve %d MiB)",
