@@ -89,7 +89,7 @@ type Observer interface {
 	ObserveRequest(route, method string, status int, d time.Duration, in, out int64)
 	ObserveClaim(outcome string)
 	// ObserveItemOp counts one op of a Store batch by kind: get, put,
-	// search or list_namespaces.
+	// delete (a put of null), search or list_namespaces.
 	ObserveItemOp(kind string)
 }
 
