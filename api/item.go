@@ -22,13 +22,17 @@ func (s *Server) registerItemRoutes(g *echo.Group) {
 	g.POST("/store/batch", s.handleStoreBatch, s.budgetAnswer)
 }
 
-// Op kinds on the wire, as the metrics count them.
+// Op kinds on the wire.
 const (
 	opGet            = "get"
 	opPut            = "put"
 	opSearch         = "search"
 	opListNamespaces = "list_namespaces"
 )
+
+// opDelete is how the metrics count a put whose value is null: BaseStore's
+// delete, which the wire sends as a put.
+const opDelete = "delete"
 
 // storeBatchRequest is a batch. Dims is the length of every vector in it
 // (the client's index config); absent or 0, the batch carries none.
@@ -149,7 +153,7 @@ func (s *Server) handleStoreBatch(c echo.Context) error {
 	}
 	if s.Observer != nil {
 		for _, w := range req.Ops {
-			s.Observer.ObserveItemOp(w.Op)
+			s.Observer.ObserveItemOp(w.kind())
 		}
 	}
 	resp := storeBatchResponse{Results: make([]storeResultWire, len(results))}
@@ -212,6 +216,15 @@ func (w storeOpWire) itemOp() (saver.ItemOp, error) {
 		return op, w.only("match_conditions", "max_depth", "limit", "offset")
 	}
 	return nil, saver.Errorf(saver.EINVALID, "op is %.40q; use get, put, search or list_namespaces.", w.Op)
+}
+
+// kind is the op's kind as the metrics count it: its op, or delete for a
+// put without a value. The batch was validated, so it is one of five.
+func (w storeOpWire) kind() string {
+	if w.Op == opPut && jsonOrNil(w.Value) == nil {
+		return opDelete
+	}
+	return w.Op
 }
 
 // only returns EINVALID naming the first field set that the op does not

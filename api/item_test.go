@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -139,5 +140,56 @@ func TestStoreRouteNeedsCapability(t *testing.T) {
 	rec := do(t, s, "POST", "/v1/store/batch", "application/json", []byte(`{"ops": []}`))
 	if rec.Code != 404 {
 		t.Fatalf("without Items: %d, want 404", rec.Code)
+	}
+}
+
+// opKinds records the Store op kinds the server tells its Observer.
+type opKinds struct {
+	labels
+	kinds map[string]int
+}
+
+func (o *opKinds) ObserveItemOp(kind string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.kinds[kind]++
+}
+
+// TestStoreOpKinds: every op of a batch that ran is counted by its kind, a
+// put of null as a delete (in JSON and in msgpack), and a refused batch
+// counts nothing, so the label keeps its five values whatever clients send.
+func TestStoreOpKinds(t *testing.T) {
+	s := MustBoltServer(t, storetest.NewClock())
+	o := &opKinds{labels: labels{seen: map[[2]string]int{}}, kinds: map[string]int{}}
+	s.Observer = o
+	rec := do(t, s, "POST", "/v1/store/batch", "application/json", []byte(`{"ops": [
+		{"op": "put", "namespace": ["a"], "key": "k", "value": {"x": 1}},
+		{"op": "put", "namespace": ["a"], "key": "gone", "value": null},
+		{"op": "put", "namespace": ["a"], "key": "also-gone"},
+		{"op": "get", "namespace": ["a"], "key": "k"},
+		{"op": "search", "namespace_prefix": ["a"]},
+		{"op": "list_namespaces"}
+	]}`))
+	if rec.Code != 200 {
+		t.Fatalf("batch: %d %s", rec.Code, rec.Body)
+	}
+	body, _ := msgpack.Marshal(map[string]any{"ops": []map[string]any{
+		{"op": "put", "namespace": []string{"a"}, "key": "k", "value": nil},
+		{"op": "put", "namespace": []string{"a"}, "key": "k2", "value": []byte(`{"y": 2}`)},
+	}})
+	if rec := do(t, s, "POST", "/v1/store/batch", "application/msgpack", body); rec.Code != 200 {
+		t.Fatalf("msgpack batch: %d %s", rec.Code, rec.Body)
+	}
+	for _, bad := range []string{
+		`{"ops": [{"op": "get", "namespace": ["a"], "key": "k"}, {"op": "frobnicate"}]}`,
+		`{"ops": [{"op": "get", "namespace": [], "key": "k"}]}`,
+	} {
+		if rec := do(t, s, "POST", "/v1/store/batch", "application/json", []byte(bad)); rec.Code != 400 {
+			t.Fatalf("%s: %d, want 400", bad, rec.Code)
+		}
+	}
+	want := map[string]int{"put": 2, "delete": 3, "get": 1, "search": 1, "list_namespaces": 1}
+	if !reflect.DeepEqual(o.kinds, want) {
+		t.Fatalf("kinds %v, want %v", o.kinds, want)
 	}
 }

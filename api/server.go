@@ -65,11 +65,12 @@ type Pinger interface {
 // is wired with. A nil one, or HeadGuard false, leaves its routes and
 // behaviour out, so the API never advertises what the store cannot do.
 type Capabilities struct {
-	// Tree serves the tree routes and the /ui page that calls them.
+	// Tree serves the tree routes and the /ui page's tree view.
 	Tree saver.TreeStore
 	// Ledger serves the idempotency routes.
 	Ledger saver.Ledger
-	// Items serves the Store (LangGraph's BaseStore) route.
+	// Items serves the Store (LangGraph's BaseStore) route and the /ui
+	// page's Memory view.
 	Items saver.ItemStore
 	// Expirer serves pin and refreshes expiries on read.
 	Expirer saver.Expirer
@@ -89,7 +90,7 @@ type Observer interface {
 	ObserveRequest(route, method string, status int, d time.Duration, in, out int64)
 	ObserveClaim(outcome string)
 	// ObserveItemOp counts one op of a Store batch by kind: get, put,
-	// search or list_namespaces.
+	// delete (a put of null), search or list_namespaces.
 	ObserveItemOp(kind string)
 }
 
@@ -341,9 +342,9 @@ func (s *Server) newEcho() *echo.Echo {
 	if s.Metrics != nil {
 		e.GET("/metrics", echo.WrapHandler(s.Metrics))
 	}
-	// The read-only tree page (api/ui.go): static files, no data, no key.
-	// Present only with the tree routes its script calls.
-	if s.Tree != nil {
+	// The read-only page (api/ui.go): static files, no data, no key.
+	// Present only with the tree or Store routes its script calls.
+	if s.Tree != nil || s.Items != nil {
 		s.registerUIRoutes(e)
 	}
 	// What a client may hold is counted once it is named, by its tenant.

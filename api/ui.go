@@ -1,16 +1,22 @@
 package api
 
 import (
+	"bytes"
 	"embed"
+	"html/template"
 	"net/http"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 )
 
-// The /ui page: a read-only view of a thread's checkpoint tree. It is three
-// static files embedded in the binary; the page's script draws the tree from
-// the /v1 tree and checkpoint routes, with the API key the user types. The
-// files hold no data, so they are served without a key, like the probes.
+// The /ui page: read-only views of a thread's checkpoint tree and of the
+// Store's items (Memory). It is three files embedded in the binary; the
+// page's script draws the tree from the /v1 tree and checkpoint routes and
+// lists items through the Store's batch route, with the API key the user
+// types. The files hold no data, so they are served without a key, like the
+// probes. The page names the views the server offers (data-views on its
+// body): each is there only with the routes its script calls.
 //
 //go:embed ui/index.html ui/app.js ui/style.css
 var uiFiles embed.FS
@@ -28,13 +34,24 @@ var uiAssets = map[string]string{
 const uiPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; " +
 	"img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 
-func (s *Server) registerUIRoutes(e *echo.Echo) {
-	e.GET("/ui", handleUIPage)
-	e.GET("/ui/:file", handleUIAsset)
-}
+var uiPage = template.Must(template.ParseFS(uiFiles, "ui/index.html"))
 
-func handleUIPage(c echo.Context) error {
-	return serveUI(c, "index.html", "text/html; charset=utf-8")
+func (s *Server) registerUIRoutes(e *echo.Echo) {
+	var views []string
+	if s.Tree != nil {
+		views = append(views, "tree")
+	}
+	if s.Items != nil {
+		views = append(views, "memory")
+	}
+	var page bytes.Buffer
+	if err := uiPage.Execute(&page, struct{ Views string }{strings.Join(views, " ")}); err != nil {
+		panic("api: the /ui page: " + err.Error()) // unreachable: the template is embedded
+	}
+	e.GET("/ui", func(c echo.Context) error {
+		return serveUI(c, page.Bytes(), "text/html; charset=utf-8")
+	})
+	e.GET("/ui/:file", handleUIAsset)
 }
 
 func handleUIAsset(c echo.Context) error {
@@ -43,14 +60,14 @@ func handleUIAsset(c echo.Context) error {
 	if !ok {
 		return echo.ErrNotFound
 	}
-	return serveUI(c, name, ctype)
-}
-
-func serveUI(c echo.Context, name, ctype string) error {
 	b, err := uiFiles.ReadFile("ui/" + name)
 	if err != nil {
 		return echo.ErrNotFound // unreachable: every name is embedded
 	}
+	return serveUI(c, b, ctype)
+}
+
+func serveUI(c echo.Context, b []byte, ctype string) error {
 	h := c.Response().Header()
 	h.Set("Content-Security-Policy", uiPolicy)
 	h.Set("X-Content-Type-Options", "nosniff")

@@ -56,7 +56,7 @@ func New() *Metrics {
 		}, []string{"outcome"}),
 		itemOps: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "saver_store_ops_total",
-			Help: "Store (BaseStore) ops answered, by kind: get, put, search, list_namespaces.",
+			Help: "Store (BaseStore) ops answered, by kind: get, put, delete, search, list_namespaces.",
 		}, []string{"kind"}),
 		sweeps: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "saver_sweeper_runs_total",
@@ -113,7 +113,8 @@ func MethodLabel(method string) string {
 func (m *Metrics) ObserveClaim(outcome string) { m.claims.WithLabelValues(outcome).Inc() }
 
 // ObserveItemOp records one op of a Store batch; kind is one the API
-// accepted, so the label has four values.
+// accepted (get, put, delete, search, list_namespaces), so the label has
+// five values.
 func (m *Metrics) ObserveItemOp(kind string) { m.itemOps.WithLabelValues(kind).Inc() }
 
 // ObserveSweep records one sweeper run.

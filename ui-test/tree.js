@@ -12,32 +12,13 @@
 //     [--key KEY] [--screenshot .cache/ui/tree.png | --no-screenshot]
 'use strict';
 
-const fs = require('node:fs');
-const os = require('node:os');
 const path = require('node:path');
 const { parseArgs } = require('node:util');
-const { chromium } = require('playwright-core');
+const { check, loopback, main, screenshot } = require('./browser');
 
-const CHROMIUM = '/usr/bin/chromium';
-const FLAGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
 const USAGE =
   'usage: node ui-test/tree.js --url URL --thread ID --nodes N [--key KEY] ' +
   '[--screenshot FILE | --no-screenshot] [--timeout-ms MS]';
-
-class Failure extends Error {}
-
-function check(ok, message) {
-  if (!ok) throw new Failure(message);
-}
 
 function options() {
   const { values } = parseArgs({
@@ -57,14 +38,8 @@ function options() {
   if (!values.url || !values.thread || !Number.isInteger(nodes) || nodes < 0 || !(timeout > 0)) {
     throw new Error(USAGE);
   }
-  const base = new URL(values.url);
-  // Only a service on this machine: the test never sends traffic elsewhere.
-  const host = base.hostname.replace(/^\[|\]$/g, '');
-  if (!(host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host))) {
-    throw new Error(`--url must be a loopback address, not ${base.hostname}`);
-  }
   return {
-    base,
+    base: loopback(values.url),
     thread: values.thread,
     nodes,
     key: values.key,
@@ -168,10 +143,7 @@ async function run(opts, page) {
     check(channels.includes('__error__'), `an error checkpoint's writes lack __error__: ${channels}`);
   }
 
-  if (opts.screenshot) {
-    fs.mkdirSync(path.dirname(opts.screenshot), { recursive: true });
-    await page.screenshot({ path: opts.screenshot, fullPage: true });
-  }
+  await screenshot(page, opts.screenshot);
   return {
     nodes: shown,
     live: live.length,
@@ -185,55 +157,6 @@ async function run(opts, page) {
   };
 }
 
-async function main() {
-  let opts;
-  try {
-    opts = options();
-  } catch (err) {
-    console.error(err.message);
-    return 2;
-  }
-  const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'saver-ui-'));
-  let context;
-  try {
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: FLAGS,
-      viewport: { width: 1360, height: 860 },
-      timeout: opts.timeout,
-    });
-    const problems = [];
-    // Nothing but the service: any other request is refused and fails the run.
-    await context.route('**/*', (route) => {
-      const u = new URL(route.request().url());
-      if (u.origin === opts.base.origin) return route.continue();
-      problems.push(`request to another origin: ${u.href}`);
-      return route.abort();
-    });
-    const page = context.pages()[0] || (await context.newPage());
-    page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
-    page.on('console', (msg) => {
-      // The 401 before a key is typed is expected; anything else, such as a
-      // CSP violation or a missing file, is a fault.
-      const refused = /^Failed to load resource: .* 401 /.test(msg.text());
-      if (msg.type() === 'error' && !(opts.key && refused)) {
-        problems.push(`console: ${msg.text()}`);
-      }
-    });
-    const summary = await run(opts, page);
-    check(problems.length === 0, problems.join('\n'));
-    console.log(JSON.stringify(summary));
-    return 0;
-  } catch (err) {
-    console.error(err instanceof Failure ? `FAIL: ${err.message}` : err.stack || String(err));
-    return 1;
-  } finally {
-    if (context) await context.close().catch(() => {});
-    fs.rmSync(profile, { recursive: true, force: true });
-  }
-}
-
-main().then((code) => {
+main(options, run).then((code) => {
   process.exitCode = code;
 });

@@ -1,6 +1,9 @@
 // The /ui page: draws one thread's checkpoint tree from the service's tree and
 // checkpoint routes, and shows a checkpoint's metadata, channel sizes and
-// pending writes. Read-only; no dependencies, no build step, no other origin.
+// pending writes; its Memory view lists the Store's namespaces and a
+// namespace's items through the batch route. Read-only; no dependencies, no
+// build step, no other origin. The server names the views it offers in the
+// body's data-views.
 'use strict';
 
 (() => {
@@ -12,6 +15,10 @@
   const RECENT_TUPLES = 200; // the most checkpoints read to list recent threads
   const RECENT_THREADS = 50;
   const SVG = 'http://www.w3.org/2000/svg'; // a namespace name, never fetched
+  const NS_LIMIT = 1000; // namespaces listed at once; a prefix narrows them
+  const ITEM_PAGE = 50; // items per page
+  const MAX_OFFSET = 10000; // the service's largest search offset
+  const VALUE_CHARS = 4000; // of a value's formatted JSON shown; the rest is cut
 
   const $ = (sel) => document.querySelector(sel);
   const pick = $('#pick');
@@ -21,10 +28,16 @@
   const statusEl = $('#status');
   const graph = $('#graph');
   const details = $('#details');
+  const nsList = $('#ns-list');
+  const nsPrefix = $('#ns-prefix');
+  const itemsEl = $('#items');
+  const views = (document.body.dataset.views || '').split(' ').filter(Boolean);
 
   let view = null; // {tid, nodes, byKey, head} of the thread on screen
   let loads = 0; // bumps on every thread load; stale answers are dropped
   let detailLoads = 0;
+  let nsLoads = 0;
+  let itemLoads = 0;
 
   // ---- helpers ---------------------------------------------------------------
 
@@ -497,6 +510,202 @@
     );
   }
 
+  // ---- memory: the Store's namespaces and items ----------------------------------
+
+  // A namespace is written as LangGraph writes it, its labels joined by dots
+  // (labels hold none).
+  const nsText = (ns) => ns.join('.');
+  const nsFromURL = () => new URLSearchParams(location.search).getAll('ns');
+
+  async function storeOp(op) {
+    const data = await api('v1/store/batch', { ops: [op] });
+    return data.results[0];
+  }
+
+  // failed reports an error of a load in the status line.
+  function failed(err) {
+    if (err.status === 401) {
+      setStatus('This service needs an API key: enter it above.', 'error');
+      keyInput.focus();
+    } else {
+      setStatus(err.message, 'error');
+    }
+  }
+
+  async function showNamespaces() {
+    const mine = ++nsLoads;
+    delete nsList.dataset.ready;
+    delete nsList.dataset.error;
+    nsList.setAttribute('aria-busy', 'true');
+    const prefix = nsPrefix.value.split('.').filter((l) => l !== '');
+    const op = { op: 'list_namespaces', limit: NS_LIMIT };
+    if (prefix.length) op.match_conditions = [{ match_type: 'prefix', path: prefix }];
+    let r;
+    try {
+      r = await storeOp(op);
+    } catch (err) {
+      if (mine !== nsLoads) return;
+      nsList.replaceChildren();
+      nsList.dataset.error = err.message;
+      nsList.setAttribute('aria-busy', 'false');
+      failed(err);
+      return;
+    }
+    if (mine !== nsLoads) return;
+    const namespaces = r.namespaces || [];
+    const current = JSON.stringify(nsFromURL());
+    nsList.replaceChildren(
+      ...namespaces.map((ns) => {
+        const b = h(
+          'button',
+          { type: 'button', class: 'ns', 'data-ns': JSON.stringify(ns), title: nsText(ns) },
+          ns.flatMap((l, i) => (i ? [h('span', { class: 'sep' }, '.'), l] : [l])),
+        );
+        if (JSON.stringify(ns) === current) b.setAttribute('aria-current', 'true');
+        b.addEventListener('click', () => pickNamespace(ns));
+        return h('li', {}, b);
+      }),
+    );
+    if (!namespaces.length) {
+      nsList.append(h('li', { class: 'none' }, prefix.length ? 'No namespace under this prefix holds items.' : 'No namespace holds items yet.'));
+    }
+    const n = namespaces.length;
+    setStatus(
+      `${n} namespace${n === 1 ? '' : 's'} hold${n === 1 ? 's' : ''} items` +
+        (prefix.length ? ` under ${nsText(prefix)}` : '') +
+        (n === NS_LIMIT ? ` (the first ${NS_LIMIT}; narrow them with a prefix)` : ''),
+    );
+    nsList.dataset.ready = 'true';
+    nsList.setAttribute('aria-busy', 'false');
+  }
+
+  function pickNamespace(ns) {
+    const url = new URL(location.href);
+    const q = new URLSearchParams({ view: 'memory' });
+    for (const l of ns) q.append('ns', l);
+    url.search = q.toString();
+    history.pushState(null, '', url);
+    for (const b of nsList.querySelectorAll('button.ns')) {
+      if (b.dataset.ns === JSON.stringify(ns)) b.setAttribute('aria-current', 'true');
+      else b.removeAttribute('aria-current');
+    }
+    showItems(ns, 0);
+  }
+
+  // clipped is a value as formatted JSON, cut to VALUE_CHARS: [text, chars cut].
+  function clipped(value) {
+    const text = JSON.stringify(value, null, 2);
+    if (text.length <= VALUE_CHARS) return [text, 0];
+    return [text.slice(0, VALUE_CHARS), text.length - VALUE_CHARS];
+  }
+
+  function itemRow(ns, it) {
+    const [text, cut] = clipped(it.value);
+    const below = it.namespace.slice(ns.length);
+    return h(
+      'tr',
+      { class: 'item', 'data-key': it.key, 'data-ns': JSON.stringify(it.namespace), 'data-clipped': cut > 0 },
+      h(
+        'td',
+        {},
+        h('code', { class: 'key' }, it.key === '' ? '""' : it.key),
+        below.length ? h('div', { class: 'below', title: nsText(it.namespace) }, `in …${nsText(below)}`) : null,
+      ),
+      h(
+        'td',
+        {},
+        h('time', { datetime: it.updated_at, title: `created ${it.created_at}\nupdated ${it.updated_at}` },
+          it.updated_at.slice(0, 19).replace('T', ' ')),
+      ),
+      h(
+        'td',
+        {},
+        h('pre', { class: 'json', tabindex: '0' }, text),
+        cut > 0 ? h('p', { class: 'hint clip' }, `… ${cut.toLocaleString('en')} more characters (saver inspect item shows the whole value)`) : null,
+      ),
+    );
+  }
+
+  async function showItems(ns, offset) {
+    const mine = ++itemLoads;
+    delete itemsEl.dataset.ready;
+    delete itemsEl.dataset.error;
+    itemsEl.setAttribute('aria-busy', 'true');
+    const title = h('h2', { id: 'items-title' }, 'Items ', h('code', { title: nsText(ns) }, nsText(ns)));
+    let r;
+    try {
+      r = await storeOp({ op: 'search', namespace_prefix: ns, limit: ITEM_PAGE, offset });
+    } catch (err) {
+      if (mine !== itemLoads) return;
+      itemsEl.replaceChildren(title, h('p', { class: 'error' }, err.message));
+      itemsEl.dataset.error = err.message;
+      itemsEl.setAttribute('aria-busy', 'false');
+      failed(err);
+      return;
+    }
+    if (mine !== itemLoads) return;
+    const items = r.items || [];
+    const pager = h('p', { class: 'pager' });
+    if (offset > 0) {
+      const prev = h('button', { type: 'button', class: 'prev' }, `← newer ${ITEM_PAGE}`);
+      prev.addEventListener('click', () => showItems(ns, Math.max(0, offset - ITEM_PAGE)));
+      pager.append(prev);
+    }
+    if (items.length === ITEM_PAGE && offset + ITEM_PAGE <= MAX_OFFSET) {
+      const next = h('button', { type: 'button', class: 'next' }, `older ${ITEM_PAGE} →`);
+      next.addEventListener('click', () => showItems(ns, offset + ITEM_PAGE));
+      pager.append(next);
+    }
+    itemsEl.replaceChildren(
+      title,
+      h('p', { class: 'hint' }, items.length
+        ? `Items ${offset + 1}–${offset + items.length}, newest update first, with those of the namespaces under it.`
+        : offset ? 'No more items.' : 'No items: they may have expired or been deleted.'),
+      items.length
+        ? h(
+          'table',
+          { class: 'items' },
+          h('thead', {}, h('tr', {}, ['key', 'updated (UTC)', 'value'].map((c) => h('th', { scope: 'col' }, c)))),
+          h('tbody', {}, items.map((it) => itemRow(ns, it))),
+        )
+        : null,
+      pager,
+    );
+    itemsEl.dataset.ns = JSON.stringify(ns);
+    itemsEl.dataset.offset = String(offset);
+    itemsEl.dataset.ready = 'true';
+    itemsEl.setAttribute('aria-busy', 'false');
+  }
+
+  function resetItems() {
+    ++itemLoads;
+    delete itemsEl.dataset.ns;
+    delete itemsEl.dataset.ready;
+    itemsEl.replaceChildren(
+      h('h2', { id: 'items-title' }, 'Items'),
+      h('p', { class: 'hint' }, 'Pick a namespace to see its items (and those of the namespaces under it), newest update first.'),
+    );
+  }
+
+  // ---- views -----------------------------------------------------------------
+
+  // currentView is the view the URL asks for, among those the server offers.
+  function currentView() {
+    const asked = new URLSearchParams(location.search).get('view');
+    if (asked === 'memory' && views.includes('memory')) return 'memory';
+    return views.includes('tree') ? 'tree' : 'memory';
+  }
+
+  function showView(v) {
+    for (const el of document.querySelectorAll('main[data-view], form[data-view]')) el.hidden = el.dataset.view !== v;
+    for (const a of document.querySelectorAll('#views a')) {
+      a.hidden = views.length < 2 || !views.includes(a.dataset.view);
+      if (a.dataset.view === v) a.setAttribute('aria-current', 'page');
+      else a.removeAttribute('aria-current');
+    }
+    document.title = v === 'memory' ? 'saver · memory' : 'saver · checkpoint tree';
+  }
+
   // ---- loading ---------------------------------------------------------------
 
   async function show(tid) {
@@ -562,6 +771,15 @@
   }
 
   function fromURL() {
+    const v = currentView();
+    showView(v);
+    if (v === 'memory') {
+      showNamespaces();
+      const ns = nsFromURL();
+      if (ns.length) showItems(ns, 0);
+      else resetItems();
+      return;
+    }
     const tid = new URLSearchParams(location.search).get('thread');
     if (tid) show(tid);
     else {
@@ -586,8 +804,17 @@
     const key = keyInput.value.trim();
     if (key) sessionStorage.setItem(KEY_STORAGE, key);
     else sessionStorage.removeItem(KEY_STORAGE);
+    if (currentView() === 'memory') {
+      fromURL();
+      return;
+    }
     loadRecent();
     if (threadInput.value.trim()) show(threadInput.value.trim());
+  });
+
+  $('#ns-filter').addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    showNamespaces();
   });
 
   $('#forget').addEventListener('click', () => {
@@ -598,5 +825,5 @@
   window.addEventListener('popstate', fromURL);
   keyInput.value = sessionStorage.getItem(KEY_STORAGE) || '';
   fromURL();
-  loadRecent();
+  if (views.includes('tree')) loadRecent();
 })();

@@ -25,6 +25,12 @@ Commands, against a running service (-url, or SAVER_URL):
   tree THREAD                 draw the thread's checkpoint tree (live path, abandoned attempts)
   checkpoint THREAD [ID]      one checkpoint's metadata, channel sizes and pending writes (latest by default)
   diff THREAD ID1 ID2         which channels changed version between two checkpoints
+  namespaces                  the Store's namespaces that hold items (-prefix, -max-depth)
+  items NAMESPACE             items under a namespace prefix, newest update first (-filter, -offset)
+  item NAMESPACE KEY          one item's value and times
+
+A namespace is its labels joined by dots, as LangGraph writes it
+(users.u1.memories); labels cannot hold a dot. Flags may follow the command.
 
 Flags:
 `
@@ -37,6 +43,12 @@ type inspector struct {
 	json     bool
 	client   *http.Client
 	out      io.Writer
+
+	// The Store's commands.
+	prefix   string
+	maxDepth int
+	filter   string
+	offset   int
 }
 
 // runInspect is `saver inspect`: it parses flags and runs one command.
@@ -52,13 +64,17 @@ func runInspect(ctx context.Context, args []string, getenv func(string) string, 
 	fs.StringVar(&in.url, "url", def, "service base URL (env SAVER_URL)")
 	fs.StringVar(&in.key, "api-key", getenv("SAVER_API_KEY"), "API key (env SAVER_API_KEY)")
 	fs.StringVar(&in.ns, "ns", "", "checkpoint namespace (checkpoint, diff)")
-	fs.IntVar(&in.limit, "limit", 50, "most threads to list")
+	fs.IntVar(&in.limit, "limit", 50, "most threads, namespaces or items to list")
 	fs.BoolVar(&in.json, "json", false, "print JSON for scripts")
-	if err := fs.Parse(args); err != nil {
+	fs.StringVar(&in.prefix, "prefix", "", "namespaces: only those under this namespace (labels joined by dots)")
+	fs.IntVar(&in.maxDepth, "max-depth", 0, "namespaces: cut namespaces to this many labels (0: whole)")
+	fs.StringVar(&in.filter, "filter", "", `items: a JSON filter on the values, as BaseStore.search takes it ({"type": "note"})`)
+	fs.IntVar(&in.offset, "offset", 0, "items, namespaces: skip this many first")
+	a, err := parseInterspersed(fs, args)
+	if err != nil {
 		return err
 	}
 	in.url = strings.TrimRight(in.url, "/")
-	a := fs.Args()
 	if len(a) == 0 {
 		fs.Usage()
 		return errors.New("inspect: a command is required")
@@ -76,9 +92,38 @@ func runInspect(ctx context.Context, args []string, getenv func(string) string, 
 		return in.checkpoint(ctx, a[1], id)
 	case a[0] == "diff" && len(a) == 4:
 		return in.diff(ctx, a[1], a[2], a[3])
+	case a[0] == "namespaces" && len(a) == 1:
+		return in.namespaces(ctx)
+	case a[0] == "items" && len(a) == 2:
+		return in.items(ctx, a[1])
+	case a[0] == "item" && len(a) == 3:
+		return in.item(ctx, a[1], a[2])
 	}
 	fs.Usage()
 	return fmt.Errorf("inspect: bad command %q", strings.Join(a, " "))
+}
+
+// parseInterspersed parses flags wherever they are among the arguments
+// (`items users.u1 -limit 5`) and returns the others in order; after "--"
+// every argument is one of the others.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var rest []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		left := fs.Args()
+		// flag stops at the first argument that is not a flag, or drops a
+		// "--" and stops after it.
+		if len(left) == 0 {
+			return rest, nil
+		}
+		if consumed := len(args) - len(left); consumed > 0 && args[consumed-1] == "--" {
+			return append(rest, left...), nil
+		}
+		rest = append(rest, left[0])
+		args = left[1:]
+	}
 }
 
 // call sends one JSON request and decodes the JSON answer into out.
@@ -116,15 +161,23 @@ func (in *inspector) call(ctx context.Context, method, path string, body, out an
 			Error struct{ Code, Message string } `json:"error"`
 		}
 		if json.Unmarshal(b, &e) == nil && e.Error.Message != "" {
-			return fmt.Errorf("inspect: %s (%d %s)", e.Error.Message, resp.StatusCode, e.Error.Code)
+			return &httpError{resp.StatusCode, fmt.Sprintf("inspect: %s (%d %s)", e.Error.Message, resp.StatusCode, e.Error.Code)}
 		}
-		return fmt.Errorf("inspect: %s %s: %d", method, path, resp.StatusCode)
+		return &httpError{resp.StatusCode, fmt.Sprintf("inspect: %s %s: %d", method, path, resp.StatusCode)}
 	}
 	if out == nil {
 		return nil
 	}
 	return json.Unmarshal(b, out)
 }
+
+// httpError is an answer with an error status.
+type httpError struct {
+	status int
+	msg    string
+}
+
+func (e *httpError) Error() string { return e.msg }
 
 func (in *inspector) print(v any, text func(w io.Writer)) error {
 	if in.json {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -172,5 +174,146 @@ func TestInspectDeltaChannel(t *testing.T) {
 	// A checkpoint that holds its value lists no DeltaChannel.
 	if out, err := inspect(t, url, "checkpoint", "chat", "d1"); err != nil || strings.Contains(out, "DeltaChannels") {
 		t.Fatalf("checkpoint d1: %v\n%s", err, out)
+	}
+}
+
+// storeFixture serves a real store holding items under three namespaces, and
+// one without the Store; it returns both URLs.
+func storeFixture(t *testing.T) (string, string) {
+	t.Helper()
+	url := inspectFixture(t)
+	body := `{"ops": [
+		{"op": "put", "namespace": ["users", "u1", "memories"], "key": "food", "value": {"kind": "food", "text": "likes pizza"}},
+		{"op": "put", "namespace": ["users", "u1", "memories"], "key": "long", "value": {"kind": "note", "text": "` + strings.Repeat("x", 200) + `"}},
+		{"op": "put", "namespace": ["users", "u2", "memories"], "key": "tea", "value": {"kind": "food", "text": "green tea", "n": [1, 2]}},
+		{"op": "put", "namespace": ["docs"], "key": "readme", "value": {"title": "hi"}}
+	]}`
+	resp, err := http.Post(url+"/v1/store/batch", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("put items: %d", resp.StatusCode)
+	}
+	st, err := bolt.Open(filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	s := api.NewServer(st, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	caps := boltCapabilities(st)
+	caps.Items = nil
+	s.Capabilities = caps
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+	return url, srv.URL
+}
+
+func TestInspectStore(t *testing.T) {
+	url, noStore := storeFixture(t)
+	tests := []struct {
+		name       string
+		args       []string
+		want, lack []string
+	}{
+		{"Namespaces", []string{"namespaces"}, []string{"docs\n", "users.u1.memories\n", "users.u2.memories\n"}, nil},
+		{"NamespacesUnderPrefix", []string{"namespaces", "-prefix", "users", "-max-depth", "2"},
+			[]string{"users.u1\n", "users.u2\n"}, []string{"docs", "memories"}},
+		{"NamespacesPaged", []string{"namespaces", "-limit", "1"}, []string{"docs\n", "(the first 1; -offset 1 for more)"}, []string{"users"}},
+		{"Items", []string{"items", "users.u1.memories"},
+			[]string{"NAMESPACE", "KEY", "UPDATED", "food", `{"kind":"food","text":"likes pizza"}`, "long", "xxx…"}, []string{"tea", strings.Repeat("x", 100)}},
+		{"ItemsUnderPrefixFiltered", []string{"items", "users", "-filter", `{"kind": "food"}`},
+			[]string{"users.u1.memories  food", "users.u2.memories  tea"}, []string{"long", "readme"}},
+		{"ItemsFlagsFirst", []string{"-limit", "1", "items", "users"}, []string{"(the first 1, newest update first; -offset 1 for more)"}, nil},
+		{"Item", []string{"item", "users.u2.memories", "tea"},
+			[]string{`item       "tea" in users.u2.memories`, "created    20", "updated    20", "\n  \"text\": \"green tea\",\n", "    1,\n"}, nil},
+		{"NoItems", []string{"items", "nobody"}, []string{"no items under nobody"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := inspect(t, url, tt.args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(out, w) {
+					t.Fatalf("output lacks %q:\n%s", w, out)
+				}
+			}
+			for _, w := range tt.lack {
+				if strings.Contains(out, w) {
+					t.Fatalf("output has %q:\n%s", w, out)
+				}
+			}
+		})
+	}
+
+	t.Run("JSON", func(t *testing.T) {
+		out, err := inspect(t, url, "items", "users", "-json")
+		var items []storeItemJSON
+		if err != nil || json.Unmarshal([]byte(out), &items) != nil || len(items) != 3 {
+			t.Fatalf("json items %q (err %v)", out, err)
+		}
+		// One batch put them all at once: ties go by namespace, then key.
+		var tea map[string]any
+		if items[0].Key != "food" || items[1].Key != "long" || items[2].Key != "tea" ||
+			json.Unmarshal(items[2].Value, &tea) != nil || tea["text"] != "green tea" {
+			t.Fatalf("items %s", out)
+		}
+		out, err = inspect(t, url, "-json", "namespaces")
+		var nss [][]string
+		if err != nil || json.Unmarshal([]byte(out), &nss) != nil || len(nss) != 3 || nsString(nss[0]) != "docs" {
+			t.Fatalf("json namespaces %q (err %v)", out, err)
+		}
+		out, err = inspect(t, url, "-json", "namespaces", "-prefix", "nobody")
+		if err != nil || strings.TrimSpace(out) != "[]" {
+			t.Fatalf("json empty namespaces %q (err %v)", out, err)
+		}
+	})
+
+	errs := []struct {
+		name string
+		url  string
+		args []string
+		want string
+	}{
+		{"MissingItem", url, []string{"item", "docs", "nope"}, `no item "nope" in docs`},
+		{"EmptyLabel", url, []string{"items", "users..u1"}, "empty label"},
+		{"BadFilter", url, []string{"items", "users", "-filter", "{"}, "-filter is not JSON"},
+		{"FilterRefused", url, []string{"items", "users", "-filter", `{"n": {"$gt": "x"}}`}, "filter.n.$gt"},
+		{"ItemNeedsKey", url, []string{"item", "docs"}, "bad command"},
+		{"NoStore", noStore, []string{"namespaces"}, "does not serve the Store"},
+	}
+	for _, tt := range errs {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := inspect(t, tt.url, tt.args...)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err=%v, want one saying %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseInterspersed(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"items", "a.b", "-limit", "5", "-json"}, "items a.b|5 true"},
+		{[]string{"-json", "items", "-limit", "5", "a.b"}, "items a.b|5 true"},
+		{[]string{"items", "--", "-limit", "5"}, "items -limit 5|50 false"},
+	}
+	for _, tt := range tests {
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		limit := fs.Int("limit", 50, "")
+		asJSON := fs.Bool("json", false, "")
+		rest, err := parseInterspersed(fs, tt.args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprintf("%s|%d %v", strings.Join(rest, " "), *limit, *asJSON); got != tt.want {
+			t.Errorf("%q: %s, want %s", tt.args, got, tt.want)
+		}
 	}
 }

@@ -1,5 +1,6 @@
 """The /ui page in a real browser: Debian's headless Chromium, driven by
-ui-test/tree.js (playwright-core), shows a thread made by a real graph run.
+ui-test/tree.js (playwright-core), shows a thread made by a real graph run;
+ui-test/memory.js checks the Memory view against items HTTPStore put.
 
 `make test-py` installs Chromium and the npm packages first (`make ui-deps`).
 The thread forks by time travel after a failed step, so its tree has an
@@ -12,6 +13,7 @@ import json
 import shutil
 import subprocess
 import uuid
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -22,13 +24,16 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import interrupt
 from typing_extensions import TypedDict
 
-from saver_client import HTTPSaver
+from saver_client import HTTPSaver, HTTPStore
 
 from support.processes import ServiceProcess
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "ui-test" / "tree.js"
 SCREENSHOT = ROOT / ".cache" / "ui" / "tree.png"
+MEMORY_SCRIPT = ROOT / "ui-test" / "memory.js"
+MEMORY_SCREENSHOT = ROOT / ".cache" / "ui" / "memory.png"
+VALUE_CHARS = 4000  # of a value's formatted JSON the Memory view shows (api/ui/app.js)
 CHROMIUM = Path("/usr/bin/chromium")
 # One browser run: launch, load, draw, click, screenshot. Generous for small CI machines.
 SCRIPT_TIMEOUT = 120.0
@@ -109,6 +114,18 @@ def make_thread(saver: HTTPSaver) -> str:
 def run_script(
     url: str, thread_id: str, nodes: int, *extra: str
 ) -> subprocess.CompletedProcess[str]:
+    return run_node(SCRIPT, "--url", url, "--thread", thread_id, "--nodes", str(nodes), *extra)
+
+
+def run_memory_script(
+    url: str, namespace: tuple[str, ...], items: int, *extra: str
+) -> subprocess.CompletedProcess[str]:
+    return run_node(
+        MEMORY_SCRIPT, "--url", url, "--namespace", json.dumps(list(namespace)), "--items", str(items), *extra
+    )
+
+
+def run_node(script: Path, *args: str) -> subprocess.CompletedProcess[str]:
     node = shutil.which("node")
     if node is None or not CHROMIUM.exists() or not (ROOT / "ui-test" / "node_modules").exists():
         pytest.fail(
@@ -116,7 +133,7 @@ def run_script(
             "run `make ui-deps` (ui-test/setup.sh)"
         )
     return subprocess.run(
-        [node, str(SCRIPT), "--url", url, "--thread", thread_id, "--nodes", str(nodes), *extra],
+        [node, str(script), *args],
         capture_output=True,
         text=True,
         timeout=SCRIPT_TIMEOUT,
@@ -194,6 +211,14 @@ def test_page_needs_no_key_but_its_data_does(
     assert done.returncode == 0, f"tree.js failed:\n{done.stderr}\n{done.stdout}"
     assert json.loads(done.stdout.strip().splitlines()[-1])["nodes"] == count
 
+    # And to the Store: the Memory view lists the tenant's items with it.
+    ns = ("ui", "keyed")
+    with HTTPStore(service.url, api_key=key) as store:
+        store.put(ns, "k", {"text": "only with the key"})
+    done = run_memory_script(service.url, ns, 1, "--key", key, "--no-screenshot")
+    assert done.returncode == 0, f"memory.js failed:\n{done.stderr}\n{done.stdout}"
+    assert json.loads(done.stdout.strip().splitlines()[-1])["items"][0]["value"] == {"text": "only with the key"}
+
 
 def test_page_lists_a_checkpoints_delta_channels(saver: HTTPSaver, saver_url: str) -> None:
     """A DeltaChannel holds no value at most checkpoints: the panel says how it is rebuilt."""
@@ -211,3 +236,37 @@ def test_page_lists_a_checkpoints_delta_channels(saver: HTTPSaver, saver_url: st
     shown = json.loads(done.stdout.strip().splitlines()[-1])
     assert [row[:2] for row in shown["head_deltas"]] == [["messages", str(len(history["writes"]))]]
     assert shown["head_deltas"][0][3].startswith("a snapshot of")
+
+
+def test_memory_view_lists_a_namespaces_items(saver_url: str) -> None:
+    """Items put through HTTPStore appear in the Memory view: the namespace in
+    the list, then its items (and those of the namespace under it) with their
+    keys, update times and values; a large value is cut, and says so."""
+    ns = ("ui", uuid.uuid4().hex[:12], "memories")
+    with HTTPStore(saver_url) as store:
+        store.put(ns, "food", {"text": "likes pizza", "tags": ["food", "italian"], "n": 1.5})
+        store.put(ns, "", {"empty key": True, "note": "a key may be empty"})
+        store.put((*ns, "archive"), "old", {"text": "older", "nested": {"a": [1, {"b": None}]}})
+        store.put(ns, "big", {"blob": "x" * (2 * VALUE_CHARS)})
+        expected = store.search(ns, limit=100)
+    assert len(expected) == 4
+
+    MEMORY_SCREENSHOT.unlink(missing_ok=True)
+    done = run_memory_script(saver_url, ns, len(expected), "--screenshot", str(MEMORY_SCREENSHOT))
+    assert done.returncode == 0, f"memory.js failed:\n{done.stderr}\n{done.stdout}"
+    shown = json.loads(done.stdout.strip().splitlines()[-1])
+    assert list(ns) in shown["namespaces"] and [*ns, "archive"] in shown["namespaces"]
+    # In the search's order: newest update first.
+    assert [(tuple(i["namespace"]), i["key"]) for i in shown["items"]] == [(e.namespace, e.key) for e in expected]
+    for got, want in zip(shown["items"], expected, strict=True):
+        assert datetime.fromisoformat(got["updated_at"]) == want.updated_at
+        if want.key == "big":
+            assert got["value"] is None and got["shown_chars"] == VALUE_CHARS
+        else:
+            assert got["value"] == want.value
+    assert MEMORY_SCREENSHOT.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+    # The script is a real check: told one item too many, it fails.
+    done = run_memory_script(saver_url, ns, len(expected) + 1, "--no-screenshot")
+    assert done.returncode != 0, done.stdout
+    assert f"expected {len(expected) + 1} items, the page shows {len(expected)}" in done.stderr
