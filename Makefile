@@ -73,9 +73,21 @@ $(AGENT_CLI_VENV)/.installed: examples/agent_server/requirements-cli.txt
 	$(AGENT_CLI_VENV)/bin/python -m pip install -q -r examples/agent_server/requirements-cli.txt
 	touch $@
 
+# And `langgraph dev` serving the example on a live service (test_dev.py):
+# langgraph-cli[inmem] (examples/agent_server/requirements-dev.txt) with the
+# client installed editable from ./python, in a venv of its own.
+AGENT_DEV_VENV := .cache/agent-server-dev
+
+$(AGENT_DEV_VENV)/.installed: examples/agent_server/requirements-dev.txt python/pyproject.toml
+	$(PYTHON) -m venv $(AGENT_DEV_VENV)
+	$(AGENT_DEV_VENV)/bin/python -m pip install -q -r examples/agent_server/requirements-dev.txt
+	$(AGENT_DEV_VENV)/bin/python -m pip install -q -c examples/agent_server/requirements-dev.txt -e ./python
+	touch $@
+
 .PHONY: test-agent-server
-test-agent-server: build venv $(AGENT_CLI_VENV)/.installed
+test-agent-server: build venv $(AGENT_CLI_VENV)/.installed $(AGENT_DEV_VENV)/.installed
 	SAVER_BIN=$(abspath $(BIN)) LANGGRAPH_CLI=$(abspath $(AGENT_CLI_VENV))/bin/langgraph \
+		LANGGRAPH_DEV=$(abspath $(AGENT_DEV_VENV))/bin/langgraph \
 		$(PY) -m pytest -q -p no:cacheprovider -o asyncio_default_fixture_loop_scope=function examples/agent_server
 
 .PHONY: lint
