@@ -173,15 +173,18 @@ async def _run_through_outage(
 ) -> dict[str, Any]:
     """Six nodes in a chain; the second kills the service (kill -9), which
     comes back on the same port `outage` seconds later. Returns when each
-    node started, when the service was down and up again, the run's outcome
+    node started, when the service was down and started again, the run's outcome
     and the steps stored once the service is back."""
     t0 = time.monotonic()
     at: dict[str, float] = {}
     timer: list[threading.Timer] = []
 
     def restart() -> None:
-        service.restart()
+        # The service may answer the run before restart() has seen it
+        # ready, so "up" is when it was started again: no request can
+        # succeed before that.
         at["up"] = time.monotonic() - t0
+        service.restart()
 
     def node(i: int) -> Any:
         def run(state: Chain) -> Chain:
