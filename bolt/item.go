@@ -146,19 +146,20 @@ func searchItems(ctx context.Context, b kvBucket, tenant string, op *saver.Searc
 			}
 			h.Score = &score
 		}
-		// Most items lose on score or time alone: judged before their key
-		// is parsed.
+		// Most items lose on score or time alone, or fail the filter: both
+		// judged before the key is parsed (many items of a namespace share
+		// an update time, a batch's).
 		if !top.Would(h) {
 			return nil
+		}
+		if ok, err := filter.Match(r.value); err != nil || !ok {
+			return err
 		}
 		if h.Namespace, h.Key, err = parseItemKey(k[skip:]); err != nil {
 			return fmt.Errorf("item key %q: %w", k, err)
 		}
 		if !top.Would(h) {
 			return nil
-		}
-		if ok, err := filter.Match(r.value); err != nil || !ok {
-			return err
 		}
 		h.Ref = bytes.Clone(k)
 		top.Offer(h)
