@@ -253,6 +253,7 @@ STORE_OPS = {
     "put": "put (an update, one vector)",
     "search_filter": "search, filtered to 10 items",
     "search_query": "search, semantic (top 10)",
+    "search_filter_plain": "search, filtered to 10 items, items without vectors",
 }
 
 
@@ -306,6 +307,7 @@ def store_targets(r: dict[str, Any], add: Callable[..., None]) -> None:
         ("get", "postgres", 1.0, "get"),
         ("put", "postgres", 1.0, "put"),
         ("search_filter", "postgres", 1.0, f"filtered search of 10 in {n:,}"),
+        ("search_filter_plain", "postgres", 1.0, f"filtered search of 10 in {n:,} items without vectors"),
         ("search_query", "sqlite", 1.0, f"semantic search ({st.get('dims')} dims, top 10) over {n:,}"),
         ("search_query", "memory", 0.5, f"semantic search ({st.get('dims')} dims, top 10) over {n:,}"),
     ):

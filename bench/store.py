@@ -38,7 +38,7 @@ STORES = {
 # The stores that search by vector (PostgresStore would need pgvector).
 INDEXED = ("ours", "ours_bolt", "ours_dynamo", "memory", "sqlite")
 
-OPS = ("get", "put", "search_filter", "search_query")
+OPS = ("get", "put", "search_filter", "search_query", "search_filter_plain")
 
 
 class Vectors:
@@ -121,13 +121,20 @@ def build_stores(services: dict[str, Any], pg_dsn: str, run_dir: Path, vectors: 
 # -- filling ------------------------------------------------------------------------------
 
 
-def fill(store: Any, ns: tuple[str, ...], start: int, stop: int, seed: int) -> None:
-    """Put items start..stop-1 into ns, FILL_BATCH a batch (not timed)."""
+def fill(store: Any, ns: tuple[str, ...], start: int, stop: int, seed: int, index: bool = True) -> None:
+    """Put items start..stop-1 into ns, FILL_BATCH a batch (not timed);
+    with index False, without vectors (as PostgresStore keeps them here)."""
     from langgraph.store.base import PutOp
 
     rng = random.Random(seed * 1_000_003 + start)
     for lo in range(start, stop, FILL_BATCH):
-        store.batch([PutOp(ns, f"k{i}", value(i, rng)) for i in range(lo, min(stop, lo + FILL_BATCH))])
+        store.batch([PutOp(ns, f"k{i}", value(i, rng), index=None if index else False)
+                     for i in range(lo, min(stop, lo + FILL_BATCH))])
+
+
+def plain(ns: tuple[str, ...]) -> tuple[str, ...]:
+    """The namespace beside ns whose items have no vectors."""
+    return (*ns[:-1], "plain")
 
 
 # -- timing -------------------------------------------------------------------------------
@@ -166,7 +173,9 @@ def op_calls(store: Any, name: str, ns: tuple[str, ...], size: int, n: int, seed
     get and put (an update: a new note, the same text) of random keys, a
     search filtered on one tag (size / 1,000 items match; 10 returned) and
     a semantic search (top 10) with a precomputed query, for the stores
-    with an index. The same keys, tags and queries on every store."""
+    with an index, and the filtered search again in the namespace beside
+    (`plain`) whose items have no vectors, as PostgresStore's have none
+    here. The same keys, tags and queries on every store."""
     rng = random.Random(seed)
     keys = [rng.randrange(size) for _ in range(n)]
     tags = [rng.randrange(TAGS_PER_NS) for _ in range(n)]
@@ -191,7 +200,12 @@ def op_calls(store: Any, name: str, ns: tuple[str, ...], size: int, n: int, seed
         if len(got) != 10:
             raise RuntimeError(f"{name}: semantic search returned {len(got)} items")
 
-    calls = {"get": get, "put": put, "search_filter": search_filter}
+    def search_filter_plain(i: int) -> None:
+        got = store.search(plain(ns), filter={"tag": f"t{tags[i]}"}, limit=10)
+        if len(got) != min(10, size // TAGS_PER_NS):
+            raise RuntimeError(f"{name}: filtered search returned {len(got)} items")
+
+    calls = {"get": get, "put": put, "search_filter": search_filter, "search_filter_plain": search_filter_plain}
     if name in INDEXED:
         calls["search_query"] = search_query
     return calls
