@@ -1,9 +1,11 @@
 """The saver benchmark: our HTTPSaver (embedded and DynamoDB stores) side by side
-with AWS's DynamoDBSaver, PostgresSaver, SqliteSaver and InMemorySaver, on the
-same work in the same run.
+with AWS's DynamoDBSaver, PostgresSaver, SqliteSaver and InMemorySaver, and our
+HTTPStore with InMemoryStore, SqliteStore and PostgresStore (section 7,
+bench/store.py), on the same work in the same run.
 
-    make bench         # full run, ~15 minutes on 2 cores
-    make bench-quick   # smaller, under two minutes
+    make bench         # full run, ~19 minutes on 2 cores
+    make bench-quick   # smaller, two to three minutes
+    bench/run.py --only store   # the Store alone (section 7), ~6 minutes
 
 Prints one table, writes it with every figure to bench/results/ (Markdown and
 JSON) and plots the chat loop's time per turn for every saver. Each figure is
