@@ -1,6 +1,7 @@
 package saver_test
 
 import (
+	"encoding/binary"
 	"math"
 	"strings"
 	"testing"
@@ -120,8 +121,15 @@ func TestValidateItemOps(t *testing.T) {
 	})
 }
 
-func TestQueryScoreFlat(t *testing.T) {
+func TestQueryScoreBytes(t *testing.T) {
 	q := saver.NewQuery([]float32{1, 0})
+	le := func(flat []float32) []byte {
+		var b []byte
+		for _, x := range flat {
+			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(x))
+		}
+		return b
+	}
 	tests := []struct {
 		name   string
 		flat   []float32
@@ -139,9 +147,9 @@ func TestQueryScoreFlat(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := q.ScoreFlat(tt.flat, tt.n)
+			got, ok := q.ScoreBytes(le(tt.flat), tt.n)
 			if ok != tt.wantOK || (ok && math.Abs(got-tt.want) > 1e-6) {
-				t.Fatalf("ScoreFlat = %v, %v; want %v, %v", got, ok, tt.want, tt.wantOK)
+				t.Fatalf("ScoreBytes = %v, %v; want %v, %v", got, ok, tt.want, tt.wantOK)
 			}
 		})
 	}

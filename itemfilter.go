@@ -8,6 +8,7 @@ import (
 	"math/big"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // ItemFilter is a search's filter: a JSON object whose every entry must hold
@@ -30,6 +31,11 @@ import (
 // batch; a bad operator or operand is a 400 before anything is read.
 type ItemFilter struct {
 	fields map[string]any // parsed JSON, numbers as json.Number
+	// needles are strings the filter compares for equality, quoted as
+	// JSON writes them: a value written without escapes holds each one
+	// literally if it matches, so Match rejects one that lacks any without
+	// decoding it (a search reads every value under its prefix).
+	needles [][]byte
 }
 
 // Filter operators.
@@ -52,7 +58,41 @@ func ParseItemFilter(b []byte) (*ItemFilter, error) {
 			return nil, err
 		}
 	}
-	return &ItemFilter{fields: m}, nil
+	f := &ItemFilter{fields: m}
+	for _, fv := range m {
+		f.needles = equalStrings(f.needles, fv)
+	}
+	return f, nil
+}
+
+// equalStrings appends to out the strings that filter value v compares for
+// equality (a string, an $eq operand, within objects and arrays compared
+// entry by entry), quoted, but for those a value could only hold escaped
+// or that invalid UTF-8 in a value could decode to. A string equals only a
+// string (Python's ==), so a matching value holds each.
+func equalStrings(out [][]byte, v any) [][]byte {
+	switch v := v.(type) {
+	case string:
+		if strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 || r == '"' || r == '\\' || r == utf8.RuneError }) {
+			return out
+		}
+		return append(out, []byte(`"`+v+`"`))
+	case map[string]any:
+		if hasOperator(v) {
+			if s, ok := v["$eq"].(string); ok {
+				return equalStrings(out, s)
+			}
+			return out
+		}
+		for _, fv := range v {
+			out = equalStrings(out, fv)
+		}
+	case []any:
+		for _, e := range v {
+			out = equalStrings(out, e)
+		}
+	}
+	return out
 }
 
 func checkFilterValue(field string, v any) error {
@@ -101,6 +141,13 @@ func hasOperator(m map[string]any) bool {
 func (f *ItemFilter) Match(value []byte) (bool, error) {
 	if f == nil || len(f.fields) == 0 {
 		return true, nil
+	}
+	if len(f.needles) > 0 && bytes.IndexByte(value, '\\') < 0 {
+		for _, n := range f.needles {
+			if !bytes.Contains(value, n) {
+				return false, nil
+			}
+		}
 	}
 	v, err := decodeJSON(value)
 	if err != nil {

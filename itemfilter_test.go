@@ -56,6 +56,21 @@ func TestItemFilterMatch(t *testing.T) {
 		{`{"a": 1e400}`, `{"a": {"$gt": 1e+308}}`, true},
 		{`{"a": "x"}`, `{"a": "x"}`, true},
 		{`{"a": "x"}`, `{"a": "y"}`, false},
+		// Strings compared for equality are looked for in the value's text
+		// before it is decoded, unless the value holds an escape.
+		{`{"a": "t\u0037"}`, `{"a": "t7"}`, true},
+		{`{"a": "t7"}`, `{"a": "t\u0037"}`, true},
+		{`{"a": "x\"y"}`, `{"a": "x\"y"}`, true},
+		{`{"a": "\u00e9"}`, `{"a": "é"}`, true},
+		{`{"a": "é"}`, `{"a": "é"}`, true},
+		{`{"b": "x", "a": "y"}`, `{"a": "x"}`, false},
+		{`{"a": ["x", "y"]}`, `{"a": ["x", "y"]}`, true},
+		{`{"a": ["x", "y"]}`, `{"a": ["x", "z"]}`, false},
+		{`{"a": "x"}`, `{"a": {"$eq": "x"}}`, true},
+		{`{"a": "y"}`, `{"a": {"$eq": "x"}}`, false},
+		{`{"a": {"b": "x"}}`, `{"a": {"b": "x"}}`, true},
+		{`{"a": {"b": "y"}}`, `{"a": {"b": "x"}}`, false},
+		{`{"a":"x"}`, `{"a": {"$ne": "y"}}`, true},
 		{`{"a": 1, "b": 2}`, `{"a": 1, "b": 3}`, false},
 		{`{"$gt": 1}`, `{"$gt": 1}`, true},
 	}

@@ -2,12 +2,17 @@
 
     .cache/bench-venv/bin/python bench/profiling.py [--store bolt|dynamodb] [--turns 50]
         [--client]
+    .cache/bench-venv/bin/python bench/profiling.py --store-op search_query [--items 10000]
+        [--store bolt|dynamodb] [--client]
 
 Starts the local AWS stack (bench/aws.sh) when the store is dynamodb, runs
 bench/profserve (the service with pprof), runs the 50-turn chat loop through
 HTTPSaver while taking a CPU profile of the service, and prints the profile's
 top functions (`go tool pprof -top`), the per-turn time and, with --client, the
-client's cProfile. Profiles are kept in .cache/bench/prof/.
+client's cProfile. With --store-op, the same for one op of the Store
+benchmark (bench/store.py: get, put, search_filter or search_query) on a
+namespace of --items items, filled before the profile starts. Profiles are
+kept in .cache/bench/prof/.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import harness  # noqa: E402
+import store as st  # noqa: E402
 import workloads as wl  # noqa: E402
 from harness import BIN, CACHE, ROOT, log, poll, spawn  # noqa: E402
 
@@ -36,6 +42,9 @@ def main() -> int:
     ap.add_argument("--turns", type=int, default=50)
     ap.add_argument("--loops", type=int, default=3, help="chat loops (threads) to run")
     ap.add_argument("--client", action="store_true", help="also cProfile the client")
+    ap.add_argument("--store-op", choices=st.OPS, help="profile this Store op instead of the chat loop")
+    ap.add_argument("--items", type=int, default=10_000, help="items in the Store op's namespace")
+    ap.add_argument("--seconds", type=int, default=15, help="the Store op's profile window")
     args = ap.parse_args()
     out = CACHE / "prof"
     out.mkdir(parents=True, exist_ok=True)
@@ -60,6 +69,8 @@ def main() -> int:
         stack._stack.callback(proc.stop)
         poll("profserve", lambda: addr.exists() and paddr.exists(), proc.alive)
         url = "http://" + addr.read_text().strip()
+        if args.store_op:
+            return profile_store_op(args, url, paddr.read_text().strip(), out)
         from saver_client import HTTPSaver
 
         saver = HTTPSaver(url)
@@ -105,6 +116,56 @@ def main() -> int:
         saver.close()
     finally:
         stack.close()
+    return 0
+
+
+def profile_store_op(args: argparse.Namespace, url: str, paddr: str, out: Path) -> int:
+    """Fill a namespace through HTTPStore, then profile one op repeated."""
+    from saver_client import HTTPStore
+
+    vectors = st.Vectors(args.items, 1000)
+    store = HTTPStore(url, index=vectors.index())
+    ns = ("users", f"prof-{int(time.time())}", "memories")
+    t0 = time.perf_counter()
+    st.fill(store, ns, 0, args.items, 1)
+    if args.store_op == "search_filter_plain":
+        st.fill(store, st.plain(ns), 0, args.items, 1, index=False)
+    log(f"filled {args.items:,} items in {time.perf_counter() - t0:.1f}s")
+    result: dict[str, bytes] = {}
+    secs = args.seconds
+
+    def fetch() -> None:
+        with urllib.request.urlopen(f"http://{paddr}/debug/pprof/profile?seconds={secs}", timeout=secs + 30) as resp:
+            result["data"] = resp.read()
+
+    # The op, repeated for as long as the profile runs.
+    t = threading.Thread(target=fetch, daemon=True)
+    t.start()
+    pr = cProfile.Profile() if args.client else None
+    if pr:
+        pr.enable()
+    samples: list[dict[str, float]] = []
+    seed = 3
+    while t.is_alive():
+        samples.append(st.store_round({"ours": store}, {"ours": ns}, args.items, 50, 5, 1e9, seed,
+                                      (args.store_op,))["ours"][args.store_op])
+        seed += 1
+    if pr:
+        pr.disable()
+    t.join()
+    prof_path = out / f"cpu-store-{args.store}-{args.store_op}.pprof"
+    prof_path.write_bytes(result.get("data", b""))
+    log(f"{args.store_op}: p50 {wl.median([x['p50_ms'] for x in samples]):.3f} ms (median of {len(samples)} "
+        f"runs) -> {prof_path}")
+    for extra in ([], ["-cum"]):
+        top = subprocess.run(["go", "tool", "pprof", "-top", *extra, "-nodecount=35", str(BIN / "profserve"),
+                              str(prof_path)], capture_output=True, text=True, cwd=ROOT)
+        print(top.stdout[:7000])
+    if pr:
+        s = io.StringIO()
+        pstats.Stats(pr, stream=s).sort_stats("tottime").print_stats(30)
+        print(s.getvalue()[:10000])
+    store.close()
     return 0
 
 

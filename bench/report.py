@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import SAVERS
+from store import STORES
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -237,6 +238,108 @@ def table(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+# -- the Store ---------------------------------------------------------------------------
+
+# Ratio columns of the Store table: (header, ours, anchor).
+STORE_RATIOS = [
+    ("emb ÷ PG", "ours_bolt", "postgres"),
+    ("emb ÷ SQLite", "ours_bolt", "sqlite"),
+    ("emb ÷ mem", "ours_bolt", "memory"),
+    ("dyn ÷ PG", "ours_dynamo", "postgres"),
+]
+
+STORE_OPS = {
+    "get": "get",
+    "put": "put (an update, one vector)",
+    "search_filter": "search, filtered to 10 items",
+    "search_query": "search, semantic (top 10)",
+    "search_filter_plain": "search, filtered to 10 items, items without vectors",
+}
+
+
+def store_rows(r: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+    st = r.get("store") or {}
+    ops = st.get("ops") or {}
+    n = st.get("items", 0)
+    out: list[tuple[str, str, dict[str, Any]]] = []
+    for op, label in STORE_OPS.items():
+        for stat in ("p50_ms", "p99_ms"):
+            vals = {s: (ops.get(s, {}).get(op) or {}).get(stat) for s in STORES}
+            out.append((f"{label}, namespace of {n:,}: {stat[:3]}", "ms", vals))
+    gr = st.get("growth") or {}
+    sizes = sorted({int(k) for v in gr.values() for k in v})
+    for size in sizes:
+        out.append((f"growth: semantic search (top 10) p50 at {size:,} items", "ms",
+                    {s: (gr.get(s, {}).get(str(size)) or {}).get("p50_ms") for s in STORES}))
+    rq = st.get("requests") or {}
+    for op, label in (("get", "get"), ("put", "put"), ("search_filter", f"search, filtered, namespace of {n:,}"),
+                      ("search_query", f"search, semantic, namespace of {n:,}"),
+                      ("search_query_small", f"search, semantic, a 10-item namespace beside the {n:,}")):
+        if op in rq:
+            out.append((f"DynamoDB requests: {label}", "req", {"ours_dynamo": rq[op]["requests"]}))
+    return out
+
+
+def store_table(r: dict[str, Any]) -> str:
+    head = ["measure", "unit", *STORES.values(), *(h for h, _, _ in STORE_RATIOS)]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for label, unit, vals in store_rows(r):
+        cells = [label, unit, *(_fmt(vals.get(s), unit) for s in STORES)]
+        cells += [_ratio(vals, ours, anchor) for _, ours, anchor in STORE_RATIOS]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def store_targets(r: dict[str, Any], add: Callable[..., None]) -> None:
+    """Issue 19's Store targets: the embedded store's p50s against
+    PostgresStore, SqliteStore and InMemoryStore in the same run, DynamoDB's
+    requests per op, and the largest namespace searched within the target."""
+    st = r.get("store")
+    if not st:
+        return
+    ops = st.get("ops") or {}
+    n = st.get("items", 0)
+
+    def p50(s: str, op: str) -> float | None:
+        return (ops.get(s, {}).get(op) or {}).get("p50_ms")
+
+    for op, anchor, limit, what in (
+        ("get", "postgres", 1.0, "get"),
+        ("put", "postgres", 1.0, "put"),
+        ("search_filter", "postgres", 1.0, f"filtered search of 10 in {n:,}"),
+        ("search_filter_plain", "postgres", 1.0, f"filtered search of 10 in {n:,} items without vectors"),
+        ("search_query", "sqlite", 1.0, f"semantic search ({st.get('dims')} dims, top 10) over {n:,}"),
+        ("search_query", "memory", 0.5, f"semantic search ({st.get('dims')} dims, top 10) over {n:,}"),
+    ):
+        a, b = p50("ours_bolt", op), p50(anchor, op)
+        name = f"Store, embedded: {what} p50 <= {limit}x {STORES[anchor]}"
+        if a is None or b is None or not b:
+            add(name, None, limit, "")
+        else:
+            add(name, a / b, limit, f"{a:.3f} ms vs {b:.3f} ms")
+    rq = st.get("requests") or {}
+    for op, key, what in (("get", "requests", "get = 1 request"), ("put", "writes", "put = 1 write request"),
+                          ("search_query_small", "requests",
+                           f"semantic search of a 10-item namespace beside {n:,} others = 1 request")):
+        v = (rq.get(op) or {}).get(key)
+        detail = f"{v} ({(rq.get(op) or {}).get('by_op')})" if v is not None else ""
+        add(f"Store, DynamoDB: {what}", None if v is None else float(v), 1.0, detail)
+    # Growth: at each size, the embedded store against SqliteStore and
+    # InMemoryStore at that size; met when both ratios are.
+    gr = st.get("growth") or {}
+    ours, sq, mem = gr.get("ours_bolt") or {}, gr.get("sqlite") or {}, gr.get("memory") or {}
+    for size in sorted(ours, key=int):
+        o = (ours[size] or {}).get("p50_ms")
+        q, m = (sq.get(size) or {}).get("p50_ms"), (mem.get(size) or {}).get("p50_ms")
+        name = f"Store, embedded: semantic search over {int(size):,} p50 <= 1.0x SqliteStore and <= 0.5x InMemoryStore"
+        if not (o and q and m):
+            add(name, None, 1.0, "")
+            continue
+        add(name, max(o / q, o / m / 0.5), 1.0,
+            f"{o:.2f} ms vs {q:.2f} ms ({o / q:.2f}x) and {m:.2f} ms ({o / m:.2f}x); ratio: the worse of "
+            "the two, each over its limit")
+
+
 # -- targets ---------------------------------------------------------------------------
 
 
@@ -344,6 +447,7 @@ def targets(r: dict[str, Any]) -> list[dict[str, Any]]:
                   if best else "no level had p99 under 10 ms")
         add("service, embedded: >= 5,000 mixed ops/s at p99 < 10 ms (ratio = ops/s / 5,000)",
             (best["ops_per_sec"] / 5000) if best else 0.0, 1.0, detail, higher=True)
+    store_targets(r, add)
     return out
 
 
@@ -422,14 +526,27 @@ def storage_text(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+CHECKPOINT_SECTIONS = {"floor", "ops", "graphs", "storage", "growth", "delta", "service"}
+
+
 def publish(r: dict[str, Any]) -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
-    quick = r["meta"]["mode"] == "quick"
-    stem = "quick" if quick else "bench"
-    png = RESULTS / ("chat_turns_quick.png" if quick else "chat_turns.png")
-    r["targets"] = targets(r)
-    has_plot = plot(r, png)
     m = r["meta"]
+    quick = m["mode"] == "quick"
+    ran = list(m.get("sections") or [])
+    stem = "quick" if quick else "bench"
+    # A run of some sections only writes its own files (bench-store.md), so
+    # that it never overwrites a whole run's.
+    subset = bool(ran) and set(ran) != CHECKPOINT_SECTIONS | {"store"}
+    if subset:
+        stem += "-" + "-".join(ran)
+    checkpoints = not ran or bool(set(ran) & CHECKPOINT_SECTIONS)
+    png = RESULTS / f"chat_turns{'_quick' if quick else ''}{'-' + '-'.join(ran) if subset else ''}.png"
+    r["targets"] = targets(r)
+    if not checkpoints:
+        # Only the Store ran: the checkpoint targets were not measured.
+        r["targets"] = [t for t in r["targets"] if t["target"].startswith("Store")]
+    has_plot = plot(r, png)
     mc = m["machine"]
     head = (
         f"saver benchmark ({m['mode']}): `{m['command']}`, {m['date']}, {m['seconds']:.0f} s\n\n"
@@ -438,32 +555,52 @@ def publish(r: dict[str, Any]) -> None:
         f"{mc['load_avg_start'][0]:.2f}, at end {m['load_avg_end'][0]:.2f}.\n"
         f"Versions: {', '.join(f'{k} {v}' for k, v in m['versions'].items())}.\n"
     )
-    body = table(r)
+    body = table(r) if checkpoints else ""
+    stores = store_table(r) if r.get("store") else ""
     tgt = targets_text(r["targets"])
     print()
     print(head)
-    print(body)
-    print()
+    if body:
+        print(body)
+        print()
+    if stores:
+        print(stores)
+        print()
     print("Targets (ratios in this run):")
     print(tgt)
-    print()
-    print("The floor under a put:")
-    print(floor_text(r))
-    md = [
-        f"# {head}",
-        "Medians over repeated rounds with the savers interleaved; ratios are ours ÷ the anchor "
-        "measured in the same run (for times lower is better, for ops/s higher). emb = HTTPSaver on "
-        "the embedded store, dyn = HTTPSaver on the DynamoDB store.\n",
-        body,
-        "\n## Targets\n",
-        tgt,
-        "\n## The floor under a put (one caller)\n",
-        floor_text(r),
-        "\n## DynamoDB requests at turn 50 of the chat loop\n",
-        storage_text(r),
-        "\n## The service alone (Go load generator, 40% put, 10% put_writes, 50% get latest)\n",
-        service_table(r),
-    ]
+    if checkpoints:
+        print()
+        print("The floor under a put:")
+        print(floor_text(r))
+    md = [f"# {head}"]
+    if body:
+        md += [
+            "Medians over repeated rounds with the savers interleaved; ratios are ours ÷ the anchor "
+            "measured in the same run (for times lower is better, for ops/s higher). emb = HTTPSaver on "
+            "the embedded store, dyn = HTTPSaver on the DynamoDB store.\n",
+            body,
+        ]
+    if stores:
+        md += [
+            "\n## The Store (long-term memory)\n",
+            f"BaseStore's get, put and search on a namespace of {r['store'].get('items', 0):,} items "
+            f"({r['store'].get('dims')}-dim vectors, precomputed and looked up by the `embed` of one "
+            "`IndexConfig` shared by every store with an index; PostgresStore has none, no pgvector here); "
+            "p50 and p99 per op, the median over rounds with the stores interleaved. emb = HTTPStore on the "
+            "embedded store, dyn = on the DynamoDB store; DynamoDB requests counted through the proxy, "
+            "one op each.\n",
+            stores,
+        ]
+    md += ["\n## Targets\n", tgt]
+    if checkpoints:
+        md += [
+            "\n## The floor under a put (one caller)\n",
+            floor_text(r),
+            "\n## DynamoDB requests at turn 50 of the chat loop\n",
+            storage_text(r),
+            "\n## The service alone (Go load generator, 40% put, 10% put_writes, 50% get latest)\n",
+            service_table(r),
+        ]
     if has_plot:
         md.append(f"\n![time per turn]({png.name})\n")
     (RESULTS / f"{stem}.md").write_text("\n".join(md) + "\n")

@@ -1,9 +1,11 @@
 """The saver benchmark: our HTTPSaver (embedded and DynamoDB stores) side by side
-with AWS's DynamoDBSaver, PostgresSaver, SqliteSaver and InMemorySaver, on the
-same work in the same run.
+with AWS's DynamoDBSaver, PostgresSaver, SqliteSaver and InMemorySaver, and our
+HTTPStore with InMemoryStore, SqliteStore and PostgresStore (section 7,
+bench/store.py), on the same work in the same run.
 
-    make bench         # full run, ~15 minutes on 2 cores
-    make bench-quick   # smaller, under two minutes
+    make bench         # full run, ~19 minutes on 2 cores
+    make bench-quick   # smaller, two to three minutes
+    bench/run.py --only store   # the Store alone (section 7), ~6 minutes
 
 Prints one table, writes it with every figure to bench/results/ (Markdown and
 JSON) and plots the chat loop's time per turn for every saver. Each figure is
@@ -31,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import harness  # noqa: E402
 import report  # noqa: E402
+import store as st  # noqa: E402
 import workloads as wl  # noqa: E402
 from harness import SAVERS, log  # noqa: E402
 
@@ -55,13 +58,19 @@ class Plan:
     delta_turns: int  # turns of the DeltaChannel chat (d)
     delta_marks: tuple[int, ...]  # the turns reported
     delta_reps: int
+    store_items: int  # items in each store's namespace (section 7)
+    store_point_ops: int  # gets and puts per round
+    store_search_ops: int  # searches of each kind per round
+    store_budget_s: float  # most seconds an op's searches take on one store per round
+    store_growth: tuple[int, ...]  # namespace sizes of the semantic search growth
 
 
 PLANS = {
     "quick": Plan("quick", 1, 40, 8, 3, 1, 50, (10, 100, 1000), 10, (1, 4, 16, 64), 1.0, 0.5, 1,
-                  70, (10, 50, 70), 1),
+                  70, (10, 50, 70), 1, 10_000, 100, 10, 5.0, (1_000, 10_000)),
     "full": Plan("full", 3, 300, 40, 10, 5, 50, (10, 100, 1000, 10000), 30,
-                 (1, 2, 4, 8, 16, 32, 64), 4.0, 1.0, 3, 150, (10, 50, 150), 2),
+                 (1, 2, 4, 8, 16, 32, 64), 4.0, 1.0, 3, 150, (10, 50, 150), 2,
+                 10_000, 300, 40, 20.0, (1_000, 10_000, 50_000)),
 }
 
 
@@ -401,6 +410,90 @@ def bench_service(plan: Plan, stack: harness.Stack) -> dict[str, Any]:
     return out
 
 
+def bench_store(plan: Plan, sv: harness.Savers, stack: harness.Stack, run_id: str) -> dict[str, Any]:
+    log(f"7. the Store: get, put, filtered and semantic search in a namespace of {plan.store_items:,} items "
+        f"({st.DIMS} dims), on {', '.join(st.STORES.values())}")
+    sizes = (*plan.store_growth, plan.store_items)
+    vectors = st.Vectors(max(sizes), 1000)
+    stores, closers = st.build_stores(sv.services, stack.pg_dsn, harness.CACHE / "run", vectors)
+    names = list(st.STORES)
+    ns = {name: ("users", f"u-{run_id}-{name}", "memories") for name in names}
+    out: dict[str, Any] = {"items": plan.store_items, "dims": st.DIMS}
+    try:
+        fill_s: dict[str, float] = {}
+        for name in names:
+            t0 = time.perf_counter()
+            if guarded(f"store fill {name}", lambda: st.fill(stores[name], ns[name], 0, plan.store_items, 1) or
+                       st.fill(stores[name], st.plain(ns[name]), 0, plan.store_items, 1, index=False) or True):
+                fill_s[name] = time.perf_counter() - t0
+            log(f"   filled {st.STORES[name]}: {time.perf_counter() - t0:.1f}s")
+        out["fill_s"] = fill_s
+        per: dict[str, list[dict[str, dict[str, float]]]] = {n: [] for n in fill_s}
+        for rnd in range(plan.rounds):
+            res = guarded(f"store ops, round {rnd + 1}", lambda: st.store_round(
+                {n: stores[n] for n in fill_s}, ns, plan.store_items, plan.store_point_ops,
+                plan.store_search_ops, plan.store_budget_s, seed=100 + rnd))
+            for name, r in (res or {}).items():
+                per[name].append(r)
+            log(f"   round {rnd + 1}/{plan.rounds} done")
+        out["ops"] = {name: {op: med_dicts([r[op] for r in rounds]) for op in rounds[0]}
+                      for name, rounds in per.items() if rounds}
+        out["growth"] = guarded("store growth", lambda: store_growth(plan, stores, run_id))
+        if "ours_dynamo" in fill_s:
+            out["requests"] = guarded("store requests", lambda: store_requests(
+                stack, stores["ours_dynamo_counted"], ns["ours_dynamo"], run_id))
+    finally:
+        for close in reversed(closers):
+            guarded("closing a store", close)
+    return out
+
+
+def store_growth(plan: Plan, stores: dict[str, Any], run_id: str) -> dict[str, Any]:
+    """Exact semantic search (top 10) as one namespace grows, on the
+    embedded store and the in-process stores that search the same way."""
+    out: dict[str, Any] = {}
+    for name in ("ours_bolt", "sqlite", "memory"):
+        ns = ("users", f"g-{run_id}-{name}", "memories")
+        have = 0
+        out[name] = {}
+        for size in plan.store_growth:
+            t0 = time.perf_counter()
+            st.fill(stores[name], ns, have, size, 2)
+            have = size
+            out[name][str(size)] = st.semantic_p50(stores[name], ns, plan.store_search_ops, plan.store_budget_s, 7)
+            log(f"   growth {st.STORES[name]} at {size:,}: semantic p50 "
+                f"{out[name][str(size)]['p50_ms']:.2f} ms (filled and measured in {time.perf_counter() - t0:.1f}s)")
+    return out
+
+
+def store_requests(stack: harness.Stack, store: Any, big: tuple[str, ...], run_id: str) -> dict[str, Any]:
+    """DynamoDB requests of one op each, through the counting proxy: on the
+    filled namespace, and a search of a 10-item namespace in the same
+    partition (the same first two labels) as the filled one."""
+    small = (*big[:2], "small")
+    st.fill(store, small, 0, 10, 3)
+    calls = {
+        "get": lambda: store.get(big, "k1"),
+        "put": lambda: store.put(big, "k1", st.one_value(1)),
+        "search_filter": lambda: store.search(big, filter={"tag": "t1"}, limit=10),
+        "search_query": lambda: store.search(big, query="q1", limit=10),
+        "search_query_small": lambda: store.search(small, query="q1", limit=10),
+    }
+    out: dict[str, Any] = {}
+    for op, call in calls.items():
+        before = stack.counts()
+        call()
+        d = report.count_delta(before, stack.counts()).get("dynamodb", {})
+        out[op] = {
+            "requests": sum(n["requests"] for n in d.values()),
+            "writes": sum(n["requests"] for o, n in d.items() if o in report.WRITE_OPS),
+            "by_op": {o: n["requests"] for o, n in sorted(d.items())},
+            "read_bytes": sum(n["response_bytes"] for o, n in d.items() if o not in report.WRITE_OPS),
+        }
+    log("   DynamoDB requests: " + ", ".join(f"{op} {v['by_op']}" for op, v in out.items()))
+    return out
+
+
 # -- main ----------------------------------------------------------------------------
 
 
@@ -438,7 +531,8 @@ def versions() -> dict[str, str]:
     from importlib.metadata import version
 
     pkgs = ["langgraph", "langgraph-checkpoint", "langgraph-checkpoint-aws",
-            "langgraph-checkpoint-postgres", "langgraph-checkpoint-sqlite", "saver-client", "boto3"]
+            "langgraph-checkpoint-postgres", "langgraph-checkpoint-sqlite", "saver-client", "boto3",
+            "sqlite-vec", "pysqlite3-binary"]
     out = {p: version(p) for p in pkgs}
     pg = subprocess.run(["bash", "-c", "ls /usr/lib/postgresql | sort -V | tail -1"],
                         capture_output=True, text=True).stdout.strip()
@@ -446,20 +540,31 @@ def versions() -> dict[str, str]:
     return out
 
 
+ALL_SECTIONS = ("floor", "ops", "graphs", "storage", "growth", "delta", "service", "store")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="the smaller run (make bench-quick)")
-    ap.add_argument("--only", default="floor,ops,graphs,storage,growth,delta,service",
-                    help="comma-separated sections to run (default: all)")
+    ap.add_argument("--only", default=",".join(ALL_SECTIONS),
+                    help="comma-separated sections to run (default: all; a subset writes its own "
+                    "result files, e.g. bench-store.md)")
     args = ap.parse_args()
     plan = PLANS["quick" if args.quick else "full"]
     sections = set(args.only.split(","))
+    unknown = sections - set(ALL_SECTIONS)
+    if unknown:
+        ap.error(f"unknown sections {', '.join(sorted(unknown))}; the sections are {', '.join(ALL_SECTIONS)}")
+    command = "make bench-quick" if args.quick else "make bench"
+    if sections != set(ALL_SECTIONS):
+        command = f"bench/run.py{' --quick' if args.quick else ''} --only {','.join(s for s in ALL_SECTIONS if s in sections)}"
     run_id = uuid.uuid4().hex[:8]
     started = time.time()
     results: dict[str, Any] = {
         "meta": {
             "mode": plan.mode,
-            "command": "make bench-quick" if args.quick else "make bench",
+            "command": command,
+            "sections": [s for s in ALL_SECTIONS if s in sections],
             "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
             "machine": machine(),
             "versions": versions(),
@@ -488,6 +593,8 @@ def main() -> int:
             results["delta"] = bench_delta(plan, savers, stack, run_id)
         if "service" in sections:
             results["service"] = guarded("service", lambda: bench_service(plan, stack))
+        if "store" in sections:
+            results["store"] = bench_store(plan, savers, stack, run_id)
     finally:
         if savers is not None:
             savers.close()

@@ -2,8 +2,10 @@ package bolt_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -149,4 +151,54 @@ func BenchmarkListCheckpoints10k(b *testing.B) {
 			b.Fatalf("listed %d checkpoints", len(got))
 		}
 	}
+}
+
+// BenchmarkSearchItems10k searches a namespace of 10,000 items of one
+// 384-dim vector and a small value, as the Store benchmark's does
+// (bench/store.py): top 10 by a query, and top 10 filtered to a tag ten
+// items hold.
+func BenchmarkSearchItems10k(b *testing.B) {
+	const n, dims = 10_000, 384
+	s := MustOpen(b, filepath.Join(b.TempDir(), "saver.db"))
+	ctx := context.Background()
+	ns := saver.Namespace{"users", "u1", "memories"}
+	rng := rand.New(rand.NewPCG(1, 2))
+	vector := func() []float32 {
+		v := make([]float32, dims)
+		for i := range v {
+			v[i] = float32(rng.NormFloat64())
+		}
+		return v
+	}
+	for lo := 0; lo < n; lo += 500 {
+		var ops []saver.ItemOp
+		for i := lo; i < lo+500; i++ {
+			ops = append(ops, saver.PutOp{Namespace: ns, Key: fmt.Sprintf("k%d", i),
+				Value:   []byte(fmt.Sprintf(`{"text":"d%d","tag":"t%d","n":%d,"note":"%s"}`, i, i%1000, i, strings.Repeat("word ", 20))),
+				Vectors: [][]float32{vector()}})
+		}
+		if _, err := s.Batch(ctx, "t", ops); err != nil {
+			b.Fatal(err)
+		}
+	}
+	search := func(b *testing.B, op *saver.SearchOp) {
+		if err := op.Validate(saver.Index{Dims: dims}); err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			res, err := s.Batch(ctx, "t", []saver.ItemOp{op})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(res[0].Items) != 10 {
+				b.Fatalf("%d items", len(res[0].Items))
+			}
+		}
+	}
+	b.Run("query", func(b *testing.B) {
+		search(b, &saver.SearchOp{Prefix: ns, Limit: 10, Query: vector()})
+	})
+	b.Run("filter", func(b *testing.B) {
+		search(b, &saver.SearchOp{Prefix: ns, Limit: 10, Filter: []byte(`{"tag":"t7"}`)})
+	})
 }

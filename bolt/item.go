@@ -130,7 +130,6 @@ func searchItems(ctx context.Context, b kvBucket, tenant string, op *saver.Searc
 		query = &q
 	}
 	filter := op.ItemFilter()
-	var buf []float32
 	err := scanPrefix(ctx, b, prefix, func(k, v []byte) error {
 		r, err := decodeItem(v)
 		if err != nil {
@@ -141,21 +140,26 @@ func searchItems(ctx context.Context, b kvBucket, tenant string, op *saver.Searc
 		}
 		h := saver.Hit{UpdatedAt: time.Unix(0, r.updatedAt)}
 		if query != nil {
-			buf = r.floats(buf)
-			score, ok := query.ScoreFlat(buf, r.n)
+			score, ok := query.ScoreBytes(r.vectors, r.n)
 			if !ok {
 				return nil
 			}
 			h.Score = &score
+		}
+		// Most items lose on score or time alone, or fail the filter: both
+		// judged before the key is parsed (many items of a namespace share
+		// an update time, a batch's).
+		if !top.Would(h) {
+			return nil
+		}
+		if ok, err := filter.Match(r.value); err != nil || !ok {
+			return err
 		}
 		if h.Namespace, h.Key, err = parseItemKey(k[skip:]); err != nil {
 			return fmt.Errorf("item key %q: %w", k, err)
 		}
 		if !top.Would(h) {
 			return nil
-		}
-		if ok, err := filter.Match(r.value); err != nil || !ok {
-			return err
 		}
 		h.Ref = bytes.Clone(k)
 		top.Offer(h)

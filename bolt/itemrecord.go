@@ -146,15 +146,6 @@ func (r itemRecord) expired(now time.Time) bool {
 	return saver.ItemExpired(unixNanoTime(r.expiresAt), now)
 }
 
-// floats decodes the record's vectors into buf, grown as needed.
-func (r itemRecord) floats(buf []float32) []float32 {
-	buf = buf[:0]
-	for i := 0; i+4 <= len(r.vectors); i += 4 {
-		buf = append(buf, math.Float32frombits(binary.LittleEndian.Uint32(r.vectors[i:])))
-	}
-	return buf
-}
-
 // item returns the record as an Item, its value copied.
 func (r itemRecord) item(ns saver.Namespace, k string) saver.Item {
 	return saver.Item{

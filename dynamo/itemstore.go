@@ -309,17 +309,12 @@ func (si *storedItem) expired(now time.Time) bool {
 }
 
 // score is the similarity of the item with q: its best vector's.
-func (si *storedItem) score(q *saver.Query, buf []float32) (float64, bool, []float32) {
-	buf = buf[:0]
-	for i := 0; i+4 <= len(si.vectors); i += 4 {
-		buf = append(buf, math.Float32frombits(binary.LittleEndian.Uint32(si.vectors[i:])))
-	}
+func (si *storedItem) score(q *saver.Query) (float64, bool) {
 	n := 0
 	if si.dims > 0 {
-		n = len(buf) / si.dims
+		n = len(si.vectors) / (4 * si.dims)
 	}
-	score, ok := q.ScoreFlat(buf, n)
-	return score, ok, buf
+	return q.ScoreBytes(si.vectors, n)
 }
 
 // result returns the item as a result, its value deferred in l.
@@ -458,7 +453,6 @@ func (s *Store) searchItems(ctx context.Context, tenant string, op *saver.Search
 	n, err := eachShard(ctx, op.Prefix, func(ctx context.Context, i, shard int) error {
 		sh := shardHits{top: saver.NewTopK(k), kept: map[string]*storedItem{}}
 		shards[i] = sh
-		var buf []float32
 		return s.queryItems(ctx, tenant, shard, op.Prefix, nil, func(raw item) error {
 			si, err := decodeStoredItem(raw)
 			if err != nil || si.expired(now) {
@@ -466,9 +460,8 @@ func (s *Store) searchItems(ctx context.Context, tenant string, op *saver.Search
 			}
 			h := saver.Hit{Namespace: si.ns, Key: si.key, UpdatedAt: time.Unix(0, si.updated), Ref: []byte(si.sk)}
 			if query != nil {
-				var score float64
-				var ok bool
-				if score, ok, buf = si.score(query, buf); !ok {
+				score, ok := si.score(query)
+				if !ok {
 					return nil
 				}
 				h.Score = &score

@@ -68,7 +68,7 @@ func run(store, db, table, bucket, addrFile, pprofFile string) error {
 		}
 		defer b.Close()
 		st = b
-		caps = api.Capabilities{Tree: b, Ledger: b, Expirer: b, Pinger: b, HeadGuard: true}
+		caps = api.Capabilities{Tree: b, Ledger: b, Expirer: b, Items: b, Pinger: b, HeadGuard: true}
 	case "dynamodb":
 		cfg, err := config.LoadDefaultConfig(ctx)
 		if err != nil {
@@ -82,7 +82,7 @@ func run(store, db, table, bucket, addrFile, pprofFile string) error {
 			d.Offload = s3offload.NewStore(s3offload.NewClient(cfg), bucket)
 		}
 		st = d
-		caps = api.Capabilities{Tree: d, Ledger: d, Expirer: d, Pinger: d, HeadGuard: true}
+		caps = api.Capabilities{Tree: d, Ledger: d, Expirer: d, Items: d, Pinger: d, HeadGuard: true}
 	case "null":
 		st = nullStore()
 	default:
