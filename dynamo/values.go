@@ -71,6 +71,7 @@ func (r *blobReader) read(ctx context.Context) error {
 		r.keys = nil
 		l := r.pending
 		r.pending = loads{}
+		var inline int64
 		for _, it := range found {
 			exp := getN(it, attrExpiresAt)
 			if saver.Expired(exp, r.now) {
@@ -80,6 +81,7 @@ func (r *blobReader) read(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
+			inline += int64(len(b.Value.Data))
 			sb := &storedBlob{blob: b, ns: getS(it, attrNS), exp: exp}
 			sb.chain, sb.hash = patchOf(it)
 			pk := getS(it, attrPK)
@@ -88,7 +90,20 @@ func (r *blobReader) read(ctx context.Context) error {
 				r.want(pk, sb.ns, b.Channel, v)
 			}
 		}
+		// The answer holds the values read: charged to the response budget
+		// (saver.Take) as each round arrives, the offloaded ones as S3
+		// answers them.
+		if err := saver.Take(ctx, inline); err != nil {
+			return err
+		}
 		if err := r.s.fetch(ctx, &l); err != nil {
+			return err
+		}
+		var offloaded int64
+		for _, d := range l.dsts {
+			offloaded += int64(len(*d))
+		}
+		if err := saver.Take(ctx, offloaded); err != nil {
 			return err
 		}
 	}
