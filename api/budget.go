@@ -10,67 +10,83 @@ import (
 	"github.com/saver-dev/saver"
 )
 
-// bodyBudget bounds the request body bytes all requests hold at once, so
-// that many connections sending large bodies together cannot take the
-// memory of the process: MaxConns × MaxBodyBytes is far more than a machine
-// has. A body of declared length takes its bytes in one go before it is
-// read, so that requests holding part of what they need cannot wait on
-// each other until all fail; a client that declares a body and sends it
-// slowly holds them until BodyTimeout. A chunked body takes its bytes as
-// they arrive. They are given back when the request's handler returns, the
-// decoded values gone with it.
-//
-// Each client (see clientKey) may hold only its share of the budget: with
-// the budget alone, one tenant holding sixteen slow 32 MiB uploads made
-// every other tenant's puts wait and fail. Its bytes come from its share
-// first, so a client past it waits on its own bodies only, and the global
-// budget still bounds all clients together. A share below the budget
-// leaves room that one client can never take; many clients each at their
-// share can still fill it, and then wait as before.
-type bodyBudget struct {
+// memoryBudget bounds the bytes all requests hold at once of one kind
+// (request bodies, or answers), so that many requests together cannot take
+// the memory of the process. Each client (see clientKey) may hold only its
+// share: its bytes come from its share first, so a client past it waits on
+// its own requests only, and the budget still bounds all clients together.
+// A share below the budget leaves room that one client can never take;
+// many clients each at their share can still fill it, and then wait.
+type memoryBudget struct {
+	what   string // the bytes counted, for messages: "request body", "response"
 	sem    *semaphore.Weighted
 	limit  int64
 	shares *shares       // nil: no share per client
 	wait   time.Duration // for bytes others hold, before the request is refused
 }
 
-// newBodyBudget returns a budget of limit bytes of which one client may
-// hold share (0 or limit: all of it).
-func newBodyBudget(limit, share int64, wait time.Duration) *bodyBudget {
-	b := &bodyBudget{sem: semaphore.NewWeighted(limit), limit: limit, wait: wait}
+// newMemoryBudget returns a budget of limit bytes of what, of which one
+// client may hold share (0, or limit or more: all of it).
+func newMemoryBudget(what string, limit, share int64, wait time.Duration) *memoryBudget {
+	b := &memoryBudget{what: what, sem: semaphore.NewWeighted(limit), limit: limit, wait: wait}
 	if share > 0 && share < limit {
 		b.shares = newShares(share)
 	}
 	return b
 }
 
+// most is what one request may hold: the whole budget, or its client's
+// share.
+func (b *memoryBudget) most() int64 {
+	if b.shares != nil {
+		return b.shares.limit
+	}
+	return b.limit
+}
+
 // take waits for n bytes of client's share and of the budget:
-// EUNAVAILABLE if they are not free within the budget's wait.
-func (b *bodyBudget) take(ctx context.Context, client string, n int64) error {
+// EUNAVAILABLE if they are not free within the budget's wait. Bytes free
+// now are taken whatever ctx says, so that a request whose context has
+// ended can still be answered.
+func (b *memoryBudget) take(ctx context.Context, client string, n int64) error {
 	ctx, cancel := context.WithTimeout(ctx, b.wait)
 	defer cancel()
-	if b.shares != nil {
-		if b.shares.acquire(ctx, client, n) != nil {
-			return saver.Errorf(saver.EUNAVAILABLE, "Your requests hold their share of %d request body bytes in memory; retry once some are answered.", b.shares.limit)
-		}
+	if b.shares != nil && !b.shares.tryAcquire(client, n) && b.shares.acquire(ctx, client, n) != nil {
+		return saver.Errorf(saver.EUNAVAILABLE, "Your requests hold their share of %d %s bytes in memory; retry once some are answered.", b.shares.limit, b.what)
 	}
-	if b.sem.Acquire(ctx, n) != nil {
+	if !b.sem.TryAcquire(n) && b.sem.Acquire(ctx, n) != nil {
 		b.giveShare(client, n)
-		return saver.Errorf(saver.EUNAVAILABLE, "The service holds its limit of %d request body bytes in memory; retry.", b.limit)
+		return saver.Errorf(saver.EUNAVAILABLE, "The service holds its limit of %d %s bytes in memory; retry.", b.limit, b.what)
 	}
 	return nil
 }
 
 // give returns n bytes client took.
-func (b *bodyBudget) give(client string, n int64) {
+func (b *memoryBudget) give(client string, n int64) {
 	b.sem.Release(n)
 	b.giveShare(client, n)
 }
 
-func (b *bodyBudget) giveShare(client string, n int64) {
+func (b *memoryBudget) giveShare(client string, n int64) {
 	if b.shares != nil {
 		b.shares.release(client, n)
 	}
+}
+
+// bodyBudget is the memoryBudget of request bodies: MaxConns × MaxBodyBytes
+// is far more than a machine has, and one tenant holding sixteen slow
+// 32 MiB uploads once made every other tenant's puts wait and fail. A body
+// of declared length takes its bytes in one go before it is read, so that
+// requests holding part of what they need cannot wait on each other until
+// all fail; a client that declares a body and sends it slowly holds them
+// until BodyTimeout. A chunked body takes its bytes as they arrive. What a
+// body takes once decoded is taken before it is decoded (decoded). All are
+// given back when the request's handler returns, the decoded values gone
+// with it.
+type bodyBudget struct{ *memoryBudget }
+
+func newBodyBudget(limit, share int64, wait time.Duration) *bodyBudget {
+	return &bodyBudget{newMemoryBudget("request body", limit, share, wait)}
 }
 
 // body takes client's bytes for a body of length bytes (-1: unknown) and
@@ -95,11 +111,7 @@ func (b *bodyBudget) body(ctx context.Context, client string, r io.ReadCloser, l
 // take; ETOOLARGE if the two are more than the client's share or the whole
 // budget, which no wait would free. Give them back with give.
 func (b *bodyBudget) decoded(ctx context.Context, client string, held, n int64) error {
-	limit := b.limit
-	if b.shares != nil {
-		limit = min(limit, b.shares.limit)
-	}
-	if held+n > limit {
+	if limit := b.most(); held+n > limit {
 		return saver.Errorf(saver.ETOOLARGE, "Request body would take %d bytes once decoded, with its %d bytes over the limit of %d request body bytes in memory; send fewer elements per request.", n, held, limit)
 	}
 	return b.take(ctx, client, n)

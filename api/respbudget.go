@@ -6,81 +6,42 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/vmihailenco/msgpack/v5"
-	"golang.org/x/sync/semaphore"
 
 	"github.com/saver-dev/saver"
 )
 
-// responseBudget bounds the bytes all answers that carry stored values hold
-// at once: what the store reads for them and their encoding. A request
-// takes its bytes as the store reads them (saver.Take, before it decodes
-// them) and as respond encodes the answer, and gives them back when the
-// answer is written. Without it a few large answers at once took the
-// memory of the process, which a body budget cannot prevent: the bytes
-// were put by many small requests. A delta history is answered in pages
-// of at most HistoryPageBytes (see handleDeltaHistory), so one request
-// holds a page, not its whole history.
-//
-// As with bodies, each client (clientKey) holds at most a share of it, so
-// that one tenant's large reads make only its own requests wait.
-type responseBudget struct {
-	sem    *semaphore.Weighted
-	limit  int64
-	shares *shares       // nil: no share per client
-	wait   time.Duration // for bytes others hold, before the request is refused
-}
-
-// newResponseBudget returns a budget of limit bytes of which one client may
-// hold share (0, or limit or more: all of it).
-func newResponseBudget(limit, share int64, wait time.Duration) *responseBudget {
-	b := &responseBudget{sem: semaphore.NewWeighted(limit), limit: limit, wait: wait}
-	if share > 0 && share < limit {
-		b.shares = newShares(share)
-	}
-	return b
-}
-
-// most is what one request may hold: the whole budget, or its client's
-// share.
-func (b *responseBudget) most() int64 {
-	if b.shares != nil {
-		return b.shares.limit
-	}
-	return b.limit
-}
+// The response budget (a memoryBudget, "response") bounds the bytes all
+// answers that carry stored values hold at once: what the store reads for
+// them and their encoding. A request takes its bytes as the store reads
+// them (saver.Take, before it decodes them) and as respond encodes the
+// answer, and gives them back when the answer is written. Without it a few
+// large answers at once took the memory of the process, which a body budget
+// cannot prevent: the bytes were put by many small requests. A delta
+// history is answered in pages of at most HistoryPageBytes (see
+// handleDeltaHistory), so one request holds a page, not its whole history.
 
 // answer is one request's share of the budget: a saver.Budget.
 type answer struct {
-	budget *responseBudget
+	budget *memoryBudget
 	client string
 	mu     sync.Mutex
 	held   int64
 }
 
 // Take counts n more bytes against the budget: ETOOLARGE if the request
-// would hold more than the whole budget, EUNAVAILABLE if others hold them
-// for longer than the budget's wait.
+// would hold more than its client's share or the whole budget, EUNAVAILABLE
+// if others hold them for longer than the budget's wait.
 func (a *answer) Take(ctx context.Context, n int64) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	b := a.budget
-	if most := b.most(); a.held+n > most {
+	if most := a.budget.most(); a.held+n > most {
 		return saver.Errorf(saver.ETOOLARGE, "The answer needs more than the %d bytes the service holds for one client's answers at once; ask for less.", most)
 	}
-	wctx, cancel := context.WithTimeout(ctx, b.wait)
-	defer cancel()
-	if b.shares != nil && b.shares.acquire(wctx, a.client, n) != nil {
-		return saver.Errorf(saver.EUNAVAILABLE, "Your requests hold their share of %d response bytes in memory; retry once some are answered.", b.shares.limit)
-	}
-	if !b.sem.TryAcquire(n) && b.sem.Acquire(wctx, n) != nil {
-		if b.shares != nil {
-			b.shares.release(a.client, n)
-		}
-		return saver.Errorf(saver.EUNAVAILABLE, "The service holds its limit of %d response bytes in memory; retry.", b.limit)
+	if err := a.budget.take(ctx, a.client, n); err != nil {
+		return err
 	}
 	a.held += n
 	return nil
@@ -89,10 +50,7 @@ func (a *answer) Take(ctx context.Context, n int64) error {
 func (a *answer) release() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.budget.sem.Release(a.held)
-	if a.budget.shares != nil {
-		a.budget.shares.release(a.client, a.held)
-	}
+	a.budget.give(a.client, a.held)
 	a.held = 0
 }
 

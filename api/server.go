@@ -173,9 +173,9 @@ type Server struct {
 
 	echo      *echo.Echo
 	labels    routeLabels
-	bodies    *bodyBudget     // nil without MaxBodiesBytes
-	requests  *shares         // nil without MaxClientRequests
-	responses *responseBudget // nil without MaxResponsesBytes
+	bodies    *bodyBudget   // nil without MaxBodiesBytes
+	requests  *shares       // nil without MaxClientRequests
+	responses *memoryBudget // nil without MaxResponsesBytes
 	server    *http.Server
 	ln        net.Listener
 }
@@ -254,7 +254,7 @@ func (s *Server) Handler() http.Handler {
 			s.requests = newShares(int64(s.MaxClientRequests))
 		}
 		if s.MaxResponsesBytes > 0 {
-			s.responses = newResponseBudget(s.MaxResponsesBytes, clientResponses(s.MaxResponsesBytes, s.HistoryPageBytes), s.MaxBodiesWait)
+			s.responses = newMemoryBudget("response", s.MaxResponsesBytes, clientResponses(s.MaxResponsesBytes, s.HistoryPageBytes), s.MaxBodiesWait)
 		}
 		s.echo = s.newEcho()
 		s.labels = newRouteLabels(s.echo.Routes()) // every route, wherever registered

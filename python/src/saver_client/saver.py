@@ -2,21 +2,20 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
-from types import TracebackType
-from urllib.parse import urlsplit
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from saver_client._checkpoint_calls import CheckpointCalls
+from saver_client._client import API_KEY_ENV as API_KEY_ENV
+from saver_client._client import URL_ENV as URL_ENV
+from saver_client._client import ServiceClient, make_transport
 from saver_client._http import Timeout
 from saver_client._ledger_calls import LedgerCalls
 from saver_client._maintenance_calls import MaintenanceCalls
-from saver_client._transport import RetryPolicy, Transport
+from saver_client._transport import RetryPolicy
 from saver_client._tree_calls import TreeCalls
-from saver_client._version import __version__
 from saver_client._wire import SCOPE_KEY as SCOPE_KEY
 from saver_client._wire import Scope as Scope
 from saver_client._wire import Wire as Wire
@@ -24,45 +23,16 @@ from saver_client._wire import check_scope
 
 __all__ = ["HTTPSaver"]
 
-URL_ENV = "SAVER_URL"
-API_KEY_ENV = "SAVER_API_KEY"
-
-
-def make_transport(
-    owner: str,
-    url: str | None,
-    *,
-    api_key: str | None,
-    headers: Mapping[str, str] | None,
-    timeout: float | Timeout,
-    retry: RetryPolicy | None,
-) -> Transport:
-    """The transport of a client of the service (HTTPSaver, HTTPStore): the
-    URL and key from the arguments or the environment, checked."""
-    base_url = url or os.environ.get(URL_ENV)
-    if not base_url:
-        raise ValueError(f"{owner} needs the service URL: pass url= or set {URL_ENV}")
-    parts = urlsplit(base_url)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ValueError(f"not an http(s) URL: {base_url!r}")
-    all_headers = {"User-Agent": f"saver-client/{__version__}"}
-    api_key = api_key if api_key is not None else os.environ.get(API_KEY_ENV)
-    if api_key:
-        all_headers["Authorization"] = f"Bearer {api_key}"
-    all_headers.update(headers or {})
-    return Transport(
-        base_url.rstrip("/"),
-        headers=all_headers,
-        timeout=Timeout.of(timeout),
-        retry=retry or RetryPolicy(),
-    )
-
-
 # The calls come by concern from the mixins, sync and async side by side, each
 # building its requests with _wire (no I/O there); this class holds the
 # configuration and the connections' lifecycle.
 class HTTPSaver(
-    CheckpointCalls, MaintenanceCalls, TreeCalls, LedgerCalls, BaseCheckpointSaver[str]
+    ServiceClient,
+    CheckpointCalls,
+    MaintenanceCalls,
+    TreeCalls,
+    LedgerCalls,
+    BaseCheckpointSaver[str],
 ):
     """A checkpoint saver backed by the saver HTTP service.
 
@@ -124,43 +94,3 @@ class HTTPSaver(
         self._transport = make_transport(
             type(self).__name__, url, api_key=api_key, headers=headers, timeout=timeout, retry=retry
         )
-
-    @property
-    def url(self) -> str:
-        """The service's base URL."""
-        return self._transport.base_url
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.url!r})"
-
-    # -- lifecycle ---------------------------------------------------------
-
-    def close(self) -> None:
-        """Release connections. The saver reconnects if it is used again."""
-        self._transport.close()
-
-    async def aclose(self) -> None:
-        """Release connections, closing the running loop's pool cleanly."""
-        await self._transport.aclose()
-
-    def __enter__(self) -> HTTPSaver:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    async def __aenter__(self) -> HTTPSaver:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from types import TracebackType
 from typing import Any
 
 from langgraph.store.base import (
@@ -23,16 +22,16 @@ from langgraph.store.base import (
 )
 from langgraph.store.base.embed import ensure_embeddings, get_text_at_path, tokenize_path
 
+from saver_client._client import ServiceClient, make_transport
 from saver_client._http import Timeout
 from saver_client._transport import RetryPolicy
-from saver_client.saver import make_transport
 
 __all__ = ["HTTPStore"]
 
 BATCH_PATH = "/v1/store/batch"
 
 
-class HTTPStore(BaseStore):
+class HTTPStore(ServiceClient, BaseStore):
     """A LangGraph store backed by the saver service: `graph.compile(store=HTTPStore(url))`.
 
     Items live in the service per tenant (the API key's), under namespaces
@@ -83,14 +82,6 @@ class HTTPStore(BaseStore):
                 (p, p if p == "$" else tokenize_path(p))
                 for p in (self.index_config.get("fields") or ["$"])
             ]
-
-    @property
-    def url(self) -> str:
-        """The service's base URL."""
-        return self._transport.base_url
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.url!r})"
 
     # -- batches -----------------------------------------------------------
 
@@ -196,38 +187,6 @@ class HTTPStore(BaseStore):
         if self.index_config:
             body["dims"] = int(self.index_config["dims"])
         return body
-
-    # -- lifecycle ---------------------------------------------------------
-
-    def close(self) -> None:
-        """Release connections. The store reconnects if it is used again."""
-        self._transport.close()
-
-    async def aclose(self) -> None:
-        """Release connections, closing the running loop's pool cleanly."""
-        await self._transport.aclose()
-
-    def __enter__(self) -> HTTPStore:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    async def __aenter__(self) -> HTTPStore:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
 
 def _dump(value: Any) -> bytes:
