@@ -3,9 +3,7 @@ package bolt_test
 import (
 	"fmt"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/saver-dev/saver/storetest"
@@ -25,36 +23,14 @@ func TestCopyThreadMemoryIsBounded(t *testing.T) {
 		storetest.SetChannel(&in, "messages", fmt.Sprint(i), fmt.Sprintf("%08d", i)+strings.Repeat("v", size))
 		storetest.MustPutCheckpoint(t, s, in)
 	}
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	base := ms.HeapInuse
-	var (
-		peak uint64
-		done = make(chan struct{})
-		wg   sync.WaitGroup
-	)
-	wg.Go(func() {
-		var ms runtime.MemStats
-		for {
-			runtime.ReadMemStats(&ms)
-			peak = max(peak, ms.HeapInuse)
-			select {
-			case <-done:
-				return
-			default:
-				runtime.Gosched()
-			}
-		}
-	})
 	dst := ref
 	dst.ThreadID += "-copy"
-	if err := s.CopyThread(t.Context(), ref.Tenant, ref.ThreadID, dst.ThreadID); err != nil {
+	var err error
+	grown := storetest.PeakHeapGrowth(func() { err = s.CopyThread(t.Context(), ref.Tenant, ref.ThreadID, dst.ThreadID) })
+	if err != nil {
 		t.Fatal(err)
 	}
-	close(done)
-	wg.Wait()
-	grew := float64(peak-min(peak, base)) / (1 << 20)
+	grew := float64(grown) / (1 << 20)
 	t.Logf("copy of %d MiB: heap grew by %.0f MiB at most", n*size>>20, grew)
 	// Pebble's block cache (32 MiB) and memtables fill as the copy reads and
 	// writes; the thread's size is the bound not to reach.

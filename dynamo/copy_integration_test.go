@@ -6,8 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
-	"runtime"
-	"sync"
 	"testing"
 
 	"github.com/saver-dev/saver/dynamo"
@@ -38,38 +36,15 @@ func TestCopyThreadMemoryIsBounded(t *testing.T) {
 	}
 	cold := dynamo.NewStore(st.DB, st.Store.Table())
 	cold.Offload = st.Offload
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	base := ms.HeapInuse
-	var (
-		peak uint64
-		done = make(chan struct{})
-		wg   sync.WaitGroup
-	)
-	wg.Go(func() {
-		var ms runtime.MemStats
-		for {
-			runtime.ReadMemStats(&ms)
-			peak = max(peak, ms.HeapInuse)
-			select {
-			case <-done:
-				return
-			default:
-				runtime.Gosched()
-			}
-		}
-	})
 	dst := ref
 	dst.ThreadID += "-copy"
 	st.DBRequests.Reset()
-	err := cold.CopyThread(t.Context(), ref.Tenant, ref.ThreadID, dst.ThreadID)
-	close(done)
-	wg.Wait()
+	var err error
+	grown := storetest.PeakHeapGrowth(func() { err = cold.CopyThread(t.Context(), ref.Tenant, ref.ThreadID, dst.ThreadID) })
 	if err != nil {
 		t.Fatal(err)
 	}
-	grew := float64(peak-min(peak, base)) / (1 << 20)
+	grew := float64(grown) / (1 << 20)
 	t.Logf("copy of %d MiB: heap grew by %.0f MiB at most; DynamoDB requests %v", n*size>>20, grew, st.DBRequests.Snapshot())
 	// A page is 1 MB and a request about as much, but the SDK holds their
 	// bodies besides their items, and the garbage of each waits for the
