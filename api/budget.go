@@ -2,7 +2,9 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/semaphore"
@@ -49,16 +51,26 @@ func (b *memoryBudget) most() int64 {
 // now are taken whatever ctx says, so that a request whose context has
 // ended can still be answered.
 func (b *memoryBudget) take(ctx context.Context, client string, n int64) error {
-	ctx, cancel := context.WithTimeout(ctx, b.wait)
+	wctx, cancel := context.WithTimeout(ctx, b.wait)
 	defer cancel()
-	if b.shares != nil && !b.shares.tryAcquire(client, n) && b.shares.acquire(ctx, client, n) != nil {
-		return saver.Errorf(saver.EUNAVAILABLE, "Your requests hold their share of %d %s bytes in memory; retry once some are answered.", b.shares.limit, b.what)
+	if b.shares != nil && !b.shares.tryAcquire(client, n) && b.shares.acquire(wctx, client, n) != nil {
+		return b.refused(ctx, "Your requests hold their share of %d %s bytes in memory; retry once some are answered.", b.shares.limit)
 	}
-	if !b.sem.TryAcquire(n) && b.sem.Acquire(ctx, n) != nil {
+	if !b.sem.TryAcquire(n) && b.sem.Acquire(wctx, n) != nil {
 		b.giveShare(client, n)
-		return saver.Errorf(saver.EUNAVAILABLE, "The service holds its limit of %d %s bytes in memory; retry.", b.limit, b.what)
+		return b.refused(ctx, "The service holds its limit of %d %s bytes in memory; retry.", b.limit)
 	}
 	return nil
+}
+
+// refused is the error of a take that did not get its bytes: the request's
+// own end (its deadline, or its client gone) when that is why, else
+// EUNAVAILABLE with the message of format, which names a limit and what.
+func (b *memoryBudget) refused(ctx context.Context, format string, limit int64) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("api: waiting for %s bytes: %w", b.what, err)
+	}
+	return saver.Errorf(saver.EUNAVAILABLE, format, limit, b.what)
 }
 
 // give returns n bytes client took.
@@ -89,41 +101,25 @@ func newBodyBudget(limit, share int64, wait time.Duration) *bodyBudget {
 	return &bodyBudget{newMemoryBudget("request body", limit, share, wait)}
 }
 
-// body takes client's bytes for a body of length bytes (-1: unknown) and
-// returns it counted against the budget, with the function that gives its
-// bytes back. The caller has refused lengths over MaxBodyBytes, which the
+// body counts a body of length bytes (-1: unknown) in h, h's budget being
+// b: a declared length at once, before it is read, a chunked body as its
+// bytes arrive. The caller has refused lengths over MaxBodyBytes, which the
 // budget and every share are at least.
-func (b *bodyBudget) body(ctx context.Context, client string, r io.ReadCloser, length int64) (io.ReadCloser, func(), error) {
+func (b *bodyBudget) body(ctx context.Context, h *holding, r io.ReadCloser, length int64) (io.ReadCloser, error) {
 	if length >= 0 {
-		if err := b.take(ctx, client, length); err != nil {
-			return nil, nil, err
+		if err := h.Take(ctx, length); err != nil {
+			return nil, err
 		}
-		return r, func() { b.give(client, length) }, nil
+		return r, nil
 	}
-	cb := &chunkedBody{ReadCloser: r, ctx: ctx, client: client, budget: b}
-	return cb, func() { b.give(client, cb.held) }, nil
+	return &chunkedBody{ReadCloser: r, ctx: ctx, holding: h}, nil
 }
 
-// decoded takes n bytes more of client's share and of the budget for a
-// request that holds held bytes of body, for what its body takes once
-// decoded (cost.go): a body's values can take many times its bytes, and
-// they are held until the handler returns as the body is. EUNAVAILABLE as
-// take; ETOOLARGE if the two are more than the client's share or the whole
-// budget, which no wait would free. Give them back with give.
-func (b *bodyBudget) decoded(ctx context.Context, client string, held, n int64) error {
-	if limit := b.most(); held+n > limit {
-		return saver.Errorf(saver.ETOOLARGE, "Request body would take %d bytes once decoded, with its %d bytes over the limit of %d request body bytes in memory; send fewer elements per request.", n, held, limit)
-	}
-	return b.take(ctx, client, n)
-}
-
-// chunkedBody takes each read's bytes from the budget.
+// chunkedBody takes each read's bytes from its request's holding.
 type chunkedBody struct {
 	io.ReadCloser
-	ctx    context.Context
-	client string
-	budget *bodyBudget
-	held   int64
+	ctx     context.Context
+	holding *holding
 }
 
 func (c *chunkedBody) Read(p []byte) (int, error) {
@@ -131,9 +127,52 @@ func (c *chunkedBody) Read(p []byte) (int, error) {
 	if n == 0 {
 		return n, err
 	}
-	if err := c.budget.take(c.ctx, c.client, int64(n)); err != nil {
+	if err := c.holding.Take(c.ctx, int64(n)); err != nil {
 		return n, err
 	}
-	c.held += int64(n)
 	return n, err
+}
+
+// holding is what one request holds of a memory budget, given back at once
+// when the request is answered (release). As a saver.Budget it is what a
+// store charges for an answer.
+type holding struct {
+	budget *memoryBudget
+	client string
+	// tooLarge is the message of an ETOOLARGE, given the bytes one request
+	// may hold.
+	tooLarge string
+	mu       sync.Mutex
+	held     int64
+}
+
+// overShare is the ETOOLARGE of a request that would hold more than its
+// client may: no wait frees it, and a smaller request might fit.
+type overShare struct{ err *saver.Error }
+
+func (e overShare) Error() string { return e.err.Error() }
+func (e overShare) Unwrap() error { return e.err }
+
+// Take counts n more bytes: ETOOLARGE (an overShare) if the request would
+// hold more than its client's share or the whole budget, EUNAVAILABLE if
+// others hold them for longer than the budget's wait.
+func (h *holding) Take(ctx context.Context, n int64) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if most := h.budget.most(); h.held+n > most {
+		return overShare{saver.Errorf(saver.ETOOLARGE, h.tooLarge, h.held+n, most)}
+	}
+	if err := h.budget.take(ctx, h.client, n); err != nil {
+		return err
+	}
+	h.held += n
+	return nil
+}
+
+// release gives back everything the request holds.
+func (h *holding) release() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.budget.give(h.client, h.held)
+	h.held = 0
 }

@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/base64"
+	"errors"
 	"net/http"
 	"net/url"
 
@@ -266,7 +267,8 @@ func (s *Server) handleCheckpointSearch(c echo.Context) error {
 		// A page too large for the caller's share of the response budget
 		// is answered shorter, its cursor leading on: the clients follow
 		// cursors, so a list of large checkpoints still reads whole.
-		if saver.ErrorCode(err) == saver.ETOOLARGE && page > 1 {
+		var over overShare
+		if errors.As(err, &over) && page > 1 {
 			if a, ok := answerOf(c.Request().Context()); ok {
 				a.release()
 			}

@@ -60,24 +60,17 @@ func (s *Server) budgetBody(next echo.HandlerFunc) echo.HandlerFunc {
 		if s.bodies == nil || req.ContentLength == 0 {
 			return next(c)
 		}
-		client := s.clientKey(c)
-		body, release, err := s.bodies.body(req.Context(), client, req.Body, req.ContentLength)
+		h := &holding{budget: s.bodies.memoryBudget, client: s.clientKey(c),
+			tooLarge: "Request body would take %d bytes in memory once decoded, over the limit of %d request body bytes in memory; send fewer elements per request."}
+		defer h.release()
+		body, err := s.bodies.body(req.Context(), h, req.Body, req.ContentLength)
 		if err != nil {
 			return err
 		}
-		defer release()
 		req.Body = body
-		// What the body takes once decoded is held as its bytes are (bind
-		// calls this with the scanner's estimate before decoding).
-		var decoded int64
-		defer func() { s.bodies.give(client, decoded) }()
-		c.Set(ctxKeyHoldDecoded, func(n int) error {
-			err := s.bodies.decoded(req.Context(), client, max(req.ContentLength, 0), int64(n))
-			if err == nil {
-				decoded += int64(n)
-			}
-			return err
-		})
+		// What the body takes once decoded is held as its bytes are: bind
+		// takes the scanner's estimate before decoding.
+		c.Set(ctxKeyHoldDecoded, func(n int) error { return h.Take(req.Context(), int64(n)) })
 		return next(c)
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vmihailenco/msgpack/v5"
+
 	"github.com/saver-dev/saver"
 	"github.com/saver-dev/saver/mock"
 	"github.com/saver-dev/saver/storetest"
@@ -287,5 +289,36 @@ func TestMetadataOverTheLimitNotStored(t *testing.T) {
 				t.Fatalf("search after the refused put: %d %.300s, want no tuples", rec.Code, rec.Body)
 			}
 		})
+	}
+}
+
+// TestChunkedBodyDecodedOverTheShare: a chunked body (no declared length)
+// whose bytes and decoded size together pass its client's share was
+// measured as if it held no bytes: it passed the 413 check, waited the
+// whole MaxBodiesWait on its own share and got 503, which a client retries
+// for ever. It is a 413 at once, as the same body of declared length is.
+func TestChunkedBodyDecodedOverTheShare(t *testing.T) {
+	// 40 KiB of body that take about as much once decoded: each alone
+	// within the share of 64 KiB, together past it.
+	put := putBody()
+	put["checkpoint"] = map[string]any{"type": "msgpack", "data": make([]byte, 40<<10)}
+	body, err := msgpack.Marshal(put)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, chunked := range []bool{false, true} {
+		s := MustMockServer(t, &mock.Store{PutCheckpointFn: func(context.Context, saver.PutCheckpoint) error { return nil }})
+		s.MaxBodyBytes, s.MaxBodiesBytes, s.MaxClientBodiesBytes, s.MaxBodiesWait = 64<<10, 4<<20, 64<<10, 2*time.Second
+		req := httptest.NewRequest("POST", "/v1/threads/t/checkpoints", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/msgpack")
+		if chunked {
+			req.ContentLength = -1
+		}
+		rec := httptest.NewRecorder()
+		start := time.Now()
+		s.Handler().ServeHTTP(rec, req)
+		if took := time.Since(start); rec.Code != 413 || took >= s.MaxBodiesWait {
+			t.Fatalf("chunked=%v: %d after %s, want 413 at once: %s", chunked, rec.Code, took, rec.Body)
+		}
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
 
 	"github.com/labstack/echo/v4"
 	"github.com/vmihailenco/msgpack/v5"
@@ -23,42 +22,11 @@ import (
 // history is answered in pages of at most HistoryPageBytes (see
 // handleDeltaHistory), so one request holds a page, not its whole history.
 
-// answer is one request's share of the budget: a saver.Budget.
-type answer struct {
-	budget *memoryBudget
-	client string
-	mu     sync.Mutex
-	held   int64
-}
-
-// Take counts n more bytes against the budget: ETOOLARGE if the request
-// would hold more than its client's share or the whole budget, EUNAVAILABLE
-// if others hold them for longer than the budget's wait.
-func (a *answer) Take(ctx context.Context, n int64) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if most := a.budget.most(); a.held+n > most {
-		return saver.Errorf(saver.ETOOLARGE, "The answer needs more than the %d bytes the service holds for one client's answers at once; ask for less.", most)
-	}
-	if err := a.budget.take(ctx, a.client, n); err != nil {
-		return err
-	}
-	a.held += n
-	return nil
-}
-
-func (a *answer) release() {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.budget.give(a.client, a.held)
-	a.held = 0
-}
-
-// answerOf returns the request's share of the response budget, if it has
-// one.
-func answerOf(ctx context.Context) (*answer, bool) {
-	a, ok := saver.BudgetOf(ctx).(*answer)
-	return a, ok
+// answerOf returns what the request holds of the response budget, if it
+// has a budget.
+func answerOf(ctx context.Context) (*holding, bool) {
+	h, ok := saver.BudgetOf(ctx).(*holding)
+	return h, ok
 }
 
 // budgetAnswer is the middleware of the routes that answer with stored
@@ -69,7 +37,8 @@ func (s *Server) budgetAnswer(next echo.HandlerFunc) echo.HandlerFunc {
 		if s.responses == nil {
 			return next(c)
 		}
-		a := &answer{budget: s.responses, client: s.clientKey(c)}
+		a := &holding{budget: s.responses, client: s.clientKey(c),
+			tooLarge: "The answer needs %d bytes, more than the %d the service holds for one client's answers at once; ask for less."}
 		defer a.release()
 		req := c.Request()
 		c.SetRequest(req.WithContext(saver.WithBudget(req.Context(), a)))

@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -324,5 +325,22 @@ func TestSearchPageShortensToTheBudget(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, ids) {
 		t.Fatalf("read %v, want %v", got, ids)
+	}
+}
+
+// TestSearchPageShortensOnlyForTheBudget: a page is asked for again,
+// shorter, only when the answer was over the caller's share; another 413
+// (a checkpoint whose metadata was stored past the limits) is the answer at
+// once, not after a read of the page for every halving.
+func TestSearchPageShortensOnlyForTheBudget(t *testing.T) {
+	var calls atomic.Int64
+	m := &mock.Store{ListCheckpointsFn: func(context.Context, saver.ListFilter) ([]*saver.Tuple, error) {
+		calls.Add(1)
+		return nil, saver.Errorf(saver.ETOOLARGE, "Checkpoint c1's metadata is over the limits.")
+	}}
+	s := MustMockServer(t, m)
+	rec := do(t, s, "POST", "/v1/checkpoints/search", "application/json", []byte(`{"thread_id":"t"}`))
+	if rec.Code != 413 || calls.Load() != 1 {
+		t.Fatalf("%d after %d reads, want 413 after 1", rec.Code, calls.Load())
 	}
 }
