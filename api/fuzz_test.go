@@ -29,6 +29,12 @@ func acceptingStore() *mock.Store {
 		},
 		CompleteFn: func(context.Context, string, string, string, saver.Typed) error { return nil },
 		FailFn:     func(context.Context, string, string, string, saver.ClaimError) error { return nil },
+		DeltaHistoryFn: func(context.Context, saver.DeltaRequest) (map[string]*saver.DeltaHistory, error) {
+			return nil, nil
+		},
+		BatchFn: func(_ context.Context, _ string, ops []saver.ItemOp) ([]saver.ItemResult, error) {
+			return make([]saver.ItemResult, len(ops)), nil
+		},
 	}
 }
 
@@ -42,6 +48,8 @@ var fuzzRoutes = []string{
 	"/v1/idempotency/claim",
 	"/v1/idempotency/complete",
 	"/v1/idempotency/fail",
+	"/v1/threads/t/delta-history",
+	"/v1/store/batch",
 }
 
 // FuzzRequestDecoding feeds arbitrary bodies to every POST route in both
@@ -69,6 +77,12 @@ func FuzzRequestDecoding(f *testing.F) {
 		f.Add(uint8(i), true, mpMap("filter", raw(mpMap("a", nestedMsgpack(100)))))
 		f.Add(uint8(i), false, []byte(`{"filter":{"a":`+strings.Repeat("[", 100)+strings.Repeat("]", 100)+`}}`))
 		f.Add(uint8(i), false, []byte(`{"target_thread_id":"u\ud800","Key":"k","key":"k"}`))
+		f.Add(uint8(i), false, []byte(`{"checkpoint_id":"c","channels":["messages"],"paged":true}`))
+		f.Add(uint8(i), false, []byte(`{"dims":3,"ops":[{"op":"put","namespace":["a","b"],"key":"k","value":{"text":"hi","n":1},"vectors":[[1,0,0]],"ttl":5},`+
+			`{"op":"get","namespace":["a","b"],"key":"k","refresh_ttl":true},`+
+			`{"op":"search","namespace_prefix":["a"],"filter":{"n":{"$gte":1},"text":"hi"},"query":[0,1,0],"limit":5,"offset":1},`+
+			`{"op":"list_namespaces","match_conditions":[{"match_type":"prefix","path":["a","*"]}],"max_depth":2,"limit":10}]}`))
+		f.Add(uint8(i), true, mpMap("ops", raw{0xdd, 0x7f, 0xff, 0xff, 0xff}))
 	}
 	f.Fuzz(func(t *testing.T, route uint8, useMsgpack bool, body []byte) {
 		s := MustMockServer(t, acceptingStore())
