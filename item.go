@@ -112,10 +112,12 @@ type ItemStore interface {
 	// Batch runs ops for tenant and returns their results in op order.
 	// Reads (get, search, list_namespaces) see the items as they were
 	// before the batch; its puts are applied after them, the last put of a
-	// key winning, all or none. Refreshes of TTLs on read are written with
-	// the puts. Expired items are never returned, nor counted by a listing.
-	// Returns EUNAVAILABLE when the backend cannot answer; nothing of the
-	// batch is written then, or all of it.
+	// key winning. Expired items are never returned, nor counted by a
+	// listing. Returns EUNAVAILABLE when the backend cannot answer. How
+	// much of a batch is written at once is the store's to say: the
+	// embedded store writes its puts and TTL refreshes all or none; DynamoDB
+	// its puts all or none up to 100 (a transaction), and each refresh on
+	// its own.
 	Batch(ctx context.Context, tenant string, ops []ItemOp) ([]ItemResult, error)
 }
 

@@ -164,8 +164,8 @@ def store_config_from_env(environ: Any = None) -> dict[str, Any]:
         if ttl.get("sweep_interval_minutes"):
             logger.info(
                 "store.ttl.sweep_interval_minutes in langgraph.json is not the client's to "
-                "apply: the service sweeps expired items every SAVER_SWEEP_EVERY, and never "
-                "returns one before"
+                "apply: the service never returns an expired item, and reclaims them itself "
+                "(the embedded store's SAVER_SWEEP_EVERY, DynamoDB's TTL)"
             )
     return out
 

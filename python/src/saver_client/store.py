@@ -50,9 +50,9 @@ class HTTPStore(ServiceClient, BaseStore):
             override `fields`) and per search query; the service keeps the
             vectors and ranks them by cosine similarity.
         ttl: LangGraph's `TTLConfig`: `default_ttl` (minutes) for puts that
-            give none, and `refresh_on_read` for reads that do not say. The
-            service sweeps expired items on its own schedule, and never
-            returns one before.
+            give none, and `refresh_on_read` for reads that do not say. An
+            expired item is never returned, whenever its storage is reclaimed
+            (the embedded store's sweep, `SAVER_SWEEP_EVERY`; DynamoDB's TTL).
         api_key, headers, timeout, retry: as for `HTTPSaver`.
     """
 
