@@ -63,6 +63,10 @@ def fake_embed(texts: list[str]) -> list[list[float]]:
 
 
 INDEX: Any = {"dims": DIMS, "embed": fake_embed, "fields": ["text"]}
+# TTLs (minutes) of the random puts: one no run of the test outlives, and
+# one that has run out by the next batch (Model.wait_out).
+LONG_TTL = 60.0
+SHORT_TTL = 0.0002
 
 
 @pytest.fixture
@@ -90,6 +94,11 @@ class Model:
         self.root = f"r{seed}-{os.urandom(4).hex()}"
         self.put_batch: dict[tuple[tuple[str, ...], str], int] = {}
         self.batch_no = 0
+        # Keys whose last put had a TTL so short that it has run out by the
+        # next batch (see wait_out): gone from the reference then.
+        self.ephemeral: set[tuple[tuple[str, ...], str]] = set()
+        self.expired = 0
+        self.last_batch = 0.0
 
     def ns(self) -> tuple[str, ...]:
         return (self.root, *self.rng.choice([("a",), ("a", "b"), ("b",), ("a", "c", "d")]))
@@ -108,11 +117,14 @@ class Model:
         kind = r.choices(["put", "delete", "get", "search", "list"], [5, 1, 2, 4, 2])[0]
         key = f"k{r.randint(0, 7)}"
         if kind == "put":
-            return PutOp(self.ns(), key, self.value(), index=r.choice([None, None, False, ["text"], ["tag"]]))
+            # No TTL, one that outlives the test (refreshes of it change
+            # nothing a read sees), or one that has run out by the next batch.
+            ttl = r.choice([None, None, LONG_TTL, SHORT_TTL])
+            return PutOp(self.ns(), key, self.value(), index=r.choice([None, None, False, ["text"], ["tag"]]), ttl=ttl)
         if kind == "delete":
             return PutOp(self.ns(), key, None)
         if kind == "get":
-            return GetOp(self.ns(), key)
+            return GetOp(self.ns(), key, refresh_ttl=r.choice([True, False]))
         if kind == "search":
             filt = r.choice(
                 [
@@ -128,7 +140,7 @@ class Model:
             )
             prefix = r.choice([(self.root,), (self.root, "a"), (self.root, "a", "b"), (self.root, "z")])
             query = r.choice([None, " ".join(r.choice(WORDS) for _ in range(2))])
-            return SearchOp(prefix, filt, r.randint(1, 6), r.randint(0, 3), query)
+            return SearchOp(prefix, filt, r.randint(1, 6), r.randint(0, 3), query, refresh_ttl=r.choice([True, False]))
         conds = r.choice(
             [
                 (MatchCondition("prefix", (self.root,)),),
@@ -143,14 +155,34 @@ class Model:
         self.batch_no += 1
         return [self.op() for _ in range(self.rng.randint(1, 4))]
 
+    def wait_out(self) -> None:
+        """Lets SHORT_TTL run out since the last batch was answered: a
+        clock to pass, not an event to poll for."""
+        left = self.last_batch + SHORT_TTL * 60 - time.monotonic()
+        if self.ephemeral and left > 0:
+            time.sleep(left)
+
+    def answered(self) -> None:
+        self.last_batch = time.monotonic()
+
     def apply_to_reference(self, ref: InMemoryStore, ops: list[Op]) -> list[Any]:
         """The reference's results: reads in one batch (they see the state
         before the batch, as the service's do), then the puts, each key
-        deleted first so that its old vectors go (see the module's doc)."""
+        deleted first so that its old vectors go (see the module's doc).
+        Items put with SHORT_TTL in an earlier batch have expired: they go
+        first."""
+        if self.ephemeral:
+            self.expired += len(self.ephemeral)
+            ref.batch([PutOp(ns, k, None) for ns, k in self.ephemeral])
+            for k in self.ephemeral:
+                self.put_batch.pop(k, None)
+            self.ephemeral.clear()
         reads: list[Op] = []
         for op in ops:
             if isinstance(op, SearchOp):
                 reads.append(SearchOp(op.namespace_prefix, op.filter, 10_000, 0, op.query))
+            elif isinstance(op, GetOp):
+                reads.append(GetOp(op.namespace, op.key))
             elif not isinstance(op, PutOp):
                 reads.append(op)
         results = iter([self.read(ref, op) for op in reads])
@@ -169,6 +201,8 @@ class Model:
                 self.put_batch.pop(k, None)
             else:
                 self.put_batch[k] = self.batch_no
+            if op.value is not None and op.ttl == SHORT_TTL:
+                self.ephemeral.add(k)
         return out
 
     @staticmethod
@@ -219,7 +253,10 @@ def test_random_ops_match_in_memory_store(store: HTTPStore, seed: int) -> None:
     model, ref = Model(seed), InMemoryStore(index=INDEX)
     for _ in range(60):
         ops = model.batch()
+        model.wait_out()
         compare(ops, store.batch(ops), model.apply_to_reference(ref, ops))
+        model.answered()
+    assert model.expired > 0, "no item of the sequence expired: the TTL rules went untested"
 
 
 @pytest.mark.parametrize("seed", [11, 12])
@@ -229,7 +266,10 @@ def test_random_ops_match_in_memory_store_async(saver_url: str, seed: int) -> No
             model, ref = Model(seed), InMemoryStore(index=INDEX)
             for _ in range(60):
                 ops = model.batch()
+                model.wait_out()
                 compare(ops, await store.abatch(ops), model.apply_to_reference(ref, ops))
+                model.answered()
+            assert model.expired > 0, "no item of the sequence expired: the TTL rules went untested"
 
     asyncio.run(run())
 
