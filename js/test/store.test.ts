@@ -42,7 +42,7 @@ import {
 } from "@langchain/langgraph";
 import { inject } from "vitest";
 
-import { HTTPSaver, HTTPStore, InvalidRequestError } from "../src/index.js";
+import { HTTPSaver, HTTPStore, InvalidRequestError, type StorePutOperation } from "../src/index.js";
 import { REPO, waitUntil } from "./service.js";
 
 const url = inject("saverUrl");
@@ -99,12 +99,22 @@ const cmp = (a: string[], b: string[]) => {
   return a.length - b.length;
 };
 
+/** TTLs (minutes) of the random puts: one no run outlives, and one that has run out by the next batch. */
+const LONG_TTL = 60;
+/** A store op with HTTPStore's TTL fields. */
+type RandomOp = Operation & { refreshTtl?: boolean; ttl?: number };
+const SHORT_TTL = 0.0002;
+
 /** Random ops in a private root label, and what the reference needs to follow the service's order. */
 class Model {
   readonly r: () => number;
   readonly root: string;
   readonly putBatch = new Map<string, number>();
   batchNo = 0;
+  /** Keys whose last put had SHORT_TTL: expired by the next batch (waitOut), gone from the reference then. */
+  readonly ephemeral = new Map<string, [string[], string]>();
+  expired = 0;
+  lastBatch = 0;
 
   constructor(seed: number) {
     this.r = rng(seed);
@@ -139,12 +149,16 @@ class Model {
     return v;
   }
 
-  op(): Operation {
+  op(): RandomOp {
     const kind = this.pick(["put", "put", "put", "put", "put", "delete", "get", "get", "search", "search", "search", "search", "list", "list"]);
     const key = `k${this.int(0, 7)}`;
-    if (kind === "put") return { namespace: this.ns(), key, value: this.value(), index: this.pick([undefined, undefined, false, ["text"], ["tag"]]) };
+    if (kind === "put") {
+      // No TTL, one that outlives the test, or one that has run out by the next batch.
+      const ttl = this.pick([undefined, undefined, LONG_TTL, SHORT_TTL]);
+      return { namespace: this.ns(), key, value: this.value(), index: this.pick([undefined, undefined, false, ["text"], ["tag"]]), ...(ttl ? { ttl } : {}) };
+    }
     if (kind === "delete") return { namespace: this.ns(), key, value: null };
-    if (kind === "get") return { namespace: this.ns(), key };
+    if (kind === "get") return { namespace: this.ns(), key, refreshTtl: this.pick([true, false]) };
     if (kind === "search") {
       // Only filters that === and Python's == decide alike (see the module's doc).
       const filter = this.pick([
@@ -160,7 +174,7 @@ class Model {
       ]);
       const prefix = this.pick([[this.root], [this.root, "a"], [this.root, "a", "b"], [this.root, "z"]]);
       const query = this.pick([undefined, this.words(2)]);
-      return { namespacePrefix: prefix, filter, limit: this.int(1, 6), offset: this.int(0, 3), query };
+      return { namespacePrefix: prefix, filter, limit: this.int(1, 6), offset: this.int(0, 3), query, refreshTtl: this.pick([true, false]) };
     }
     const matchConditions = this.pick([
       [{ matchType: "prefix" as const, path: [this.root] }],
@@ -171,9 +185,15 @@ class Model {
     return { matchConditions, maxDepth: this.pick([undefined, 1, 2, 3]), limit: this.int(1, 5), offset: this.int(0, 2) };
   }
 
-  batch(): Operation[] {
+  batch(): RandomOp[] {
     this.batchNo += 1;
     return Array.from({ length: this.int(1, 4) }, () => this.op());
+  }
+
+  /** Lets SHORT_TTL run out since the last batch was answered: a clock to pass, not an event to poll for. */
+  async waitOut(): Promise<void> {
+    const left = this.lastBatch + SHORT_TTL * 60_000 - performance.now();
+    if (this.ephemeral.size && left > 0) await new Promise((resolve) => setTimeout(resolve, left));
   }
 
   /**
@@ -183,10 +203,20 @@ class Model {
    */
   async applyToReference(ref: InMemoryStore, ops: Operation[]): Promise<unknown[]> {
     const internals = ref as unknown as RefInternals;
+    if (this.ephemeral.size) {
+      this.expired += this.ephemeral.size;
+      for (const [k, [namespace, key]] of this.ephemeral) {
+        internals.vectors.get(namespace.join(":"))?.delete(key);
+        this.putBatch.delete(k);
+      }
+      await ref.batch([...this.ephemeral.values()].map(([namespace, key]) => ({ namespace, key, value: null })));
+      this.ephemeral.clear();
+    }
     for (const [ns, items] of [...internals.data]) if (items.size === 0) internals.data.delete(ns);
     const reads = ops
       .filter((op) => !("value" in op))
-      .map((op) => ("namespacePrefix" in op ? { ...op, limit: 10_000, offset: 0 } : op));
+      .map((op) => ("namespacePrefix" in op ? { ...op, limit: 10_000, offset: 0 } : op))
+      .map(({ refreshTtl: _, ...op }: RandomOp) => op as Operation);
     const got = (await ref.batch(reads)) as unknown[];
     let j = 0;
     const out = ops.map((op) => {
@@ -194,13 +224,15 @@ class Model {
       const r = got[j++];
       return "namespacePrefix" in op ? this.page(op, r as Item[]) : r;
     });
-    const puts = ops.filter((op): op is PutOperation => "value" in op);
+    const puts = ops.filter((op): op is StorePutOperation => "value" in op);
     for (const op of puts) internals.vectors.get(op.namespace.join(":"))?.delete(op.key);
-    await ref.batch(puts);
+    await ref.batch(puts.map(({ ttl: _, ...op }) => op));
     for (const op of puts) {
       const k = JSON.stringify([op.namespace, op.key]);
       if (op.value === null) this.putBatch.delete(k);
       else this.putBatch.set(k, this.batchNo);
+      if (op.value !== null && op.ttl === SHORT_TTL) this.ephemeral.set(k, [op.namespace, op.key]);
+      else this.ephemeral.delete(k);
     }
     return out;
   }
@@ -257,7 +289,9 @@ describe("HTTPStore", () => {
     const seen = { search: 0, scored: 0, list: 0, got: 0 };
     for (let b = 0; b < 60; b++) {
       const ops = model.batch();
+      await model.waitOut();
       const got = (await store.batch(ops)) as unknown[];
+      model.lastBatch = performance.now();
       const want = await model.applyToReference(ref, ops);
       compare(ops, got, want);
       ops.forEach((op, i) => {
@@ -266,8 +300,9 @@ describe("HTTPStore", () => {
         if ("key" in op && !("value" in op) && got[i]) seen.got += 1;
       });
     }
-    // The sequence exercised what it compares: hits of every kind.
+    // The sequence exercised what it compares: hits of every kind, and expiry.
     expect(Object.values(seen).every((n) => n > 0), JSON.stringify(seen)).toBe(true);
+    expect(model.expired, "no item of the sequence expired").toBeGreaterThan(0);
   });
 
   it("keeps created_at across updates, scores 1 for the same text, lists and deletes", async () => {
