@@ -113,6 +113,14 @@ func itemCounts(s *dynamo.Store) []countTest {
 			}
 			batch(t, ops...)
 		}},
+		// A search without a query, filtered on the values: the same Query
+		// (an offloaded value the filter must read is fetched from S3).
+		{name: "ItemSearchFilterAmongOthers", want: requests{"Query": 1}, fn: func(t *testing.T) {
+			got := batch(t, &saver.SearchOp{Prefix: mine, Limit: 10, Filter: []byte(`{"v": 2}`)})[0].Items
+			if len(got) != 1 || got[0].Key != "k" {
+				t.Fatalf("filtered search = %+v, want the item k", got)
+			}
+		}},
 		{name: "ItemListMineAmongOthers", want: requests{"Query": 1}, fn: list([]string{"users", "u1", "memories"}, 1)},
 		// A listing seeks past a namespace's items, here 4 MB of them: the
 		// seek's Query finds the end.
