@@ -50,7 +50,8 @@ const (
 	DefaultMaxClientRequests = DefaultMaxConns / 4
 	// As much for answers as for bodies.
 	DefaultMaxResponsesBytes = 16 * DefaultMaxBodyBytes
-	// Thirty-two pages at once, each held twice (read, then encoded).
+	// Sixteen such answers at once, each page held twice (read, then
+	// encoded).
 	DefaultHistoryPageBytes = 16 << 20
 )
 

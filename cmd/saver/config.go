@@ -221,7 +221,7 @@ func settings() []envVar {
 			c.MaxClientRequests = n
 			return nil
 		}, autoGet(func(c *Config) int64 { return int64(c.MaxClientRequests) }, "max-conns/4"))
-	add("SAVER_MAX_RESPONSES", "max-responses", "most bytes held at once by the answers that carry stored values (get_tuple, list, delta history), all requests together, counted as the store reads them, at least max-body; a request past it waits up to 5s, then gets 503; one that alone needs more gets 413",
+	add("SAVER_MAX_RESPONSES", "max-responses", "most bytes held at once by the answers that carry stored values (get_tuple, list, delta history, the Store's batches), all requests together, counted as the store reads them, at least max-body; a request past it waits up to 5s, then gets 503; one that alone needs more gets 413",
 		func(c *Config, v string) error {
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil {
@@ -230,7 +230,7 @@ func settings() []envVar {
 			c.MaxResponsesBytes = n
 			return nil
 		}, func(c *Config) string { return strconv.FormatInt(c.MaxResponsesBytes, 10) })
-	add("SAVER_HISTORY_PAGE", "history-page", "bytes of writes and seeds in one delta-history answer; a longer history is answered in pages, which the clients follow",
+	add("SAVER_HISTORY_PAGE", "history-page", "bytes of writes and seeds in one delta-history answer, at most half of max-responses (a page is held twice, read then encoded); a longer history is answered in pages, which the clients follow",
 		func(c *Config, v string) error {
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil {
@@ -426,8 +426,10 @@ func (c *Config) Validate() error {
 	if c.MaxResponsesBytes < c.MaxBodyBytes {
 		errs = append(errs, fmt.Errorf("max-responses %d: must be at least max-body (%d)", c.MaxResponsesBytes, c.MaxBodyBytes))
 	}
-	if c.HistoryPageBytes < 1 || c.HistoryPageBytes > c.MaxResponsesBytes {
-		errs = append(errs, fmt.Errorf("history-page %d: must be between 1 and max-responses (%d)", c.HistoryPageBytes, c.MaxResponsesBytes))
+	// A page is held twice (read, then encoded): one larger than half the
+	// budget could never be answered.
+	if c.HistoryPageBytes < 1 || 2*c.HistoryPageBytes > c.MaxResponsesBytes {
+		errs = append(errs, fmt.Errorf("history-page %d: must be between 1 and half of max-responses (%d)", c.HistoryPageBytes, c.MaxResponsesBytes))
 	}
 	if c.PageSize < 1 || c.PageSize > 1000 {
 		errs = append(errs, fmt.Errorf("page-size %d: must be between 1 and 1000", c.PageSize))

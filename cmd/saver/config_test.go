@@ -45,6 +45,8 @@ func TestConfigFromEnv(t *testing.T) {
 		{"BodiesBudget", map[string]string{"SAVER_MAX_BODIES": "1048576"}, []string{"-max-body", "65536"},
 			func(c Config) bool { return c.MaxBodiesBytes == 1<<20 && c.MaxBodyBytes == 64<<10 }, ""},
 		{"BodiesBudgetUnderOneBody", map[string]string{"SAVER_MAX_BODIES": "1024"}, nil, nil, "max-bodies 1024: must be at least max-body"},
+		// A page is held twice: one over half the response budget could never be answered.
+		{"HistoryPageOverHalfTheResponses", map[string]string{"SAVER_MAX_RESPONSES": "67108864", "SAVER_HISTORY_PAGE": "33554433"}, nil, nil, "history-page 33554433: must be between 1 and half of max-responses"},
 		{"ClientLimitsFollowTheWhole", map[string]string{"SAVER_MAX_CONNS": "64"}, nil,
 			func(c Config) bool {
 				return c.ConnsPerClient() == 8 && c.ClientRequests() == 16 && c.ClientBodies() == c.MaxBodiesBytes/4
