@@ -194,7 +194,7 @@ func (op PutOp) Validate(index Index) error {
 		}
 	}
 	if op.TTL < 0 || op.TTL > MaxItemTTL {
-		return Errorf(EINVALID, "ttl must be positive and at most %s.", MaxItemTTL)
+		return Errorf(EINVALID, "ttl must not be negative (0: no TTL) and at most %s.", MaxItemTTL)
 	}
 	return nil
 }
@@ -232,7 +232,7 @@ func (op ListNamespacesOp) Validate(Index) error {
 		}
 	}
 	if op.MaxDepth < 0 {
-		return Errorf(EINVALID, "max_depth must be positive.")
+		return Errorf(EINVALID, "max_depth must not be negative (0: whole namespaces).")
 	}
 	return validPage(op.Limit, op.Offset, MaxListLimit, MaxSearchOffset)
 }

@@ -120,6 +120,9 @@ func getItem(ctx context.Context, b kvBucket, tenant string, op saver.GetOp, now
 // the value only when a filter needs it, and keeps the first offset+limit
 // in a top-k selection of keys; only the page returned is read in full.
 func searchItems(ctx context.Context, b kvBucket, tenant string, op *saver.SearchOp, now time.Time, refresh *[][]byte) ([]saver.Item, error) {
+	if op.Limit == 0 {
+		return []saver.Item{}, nil // nothing to read for, as on DynamoDB
+	}
 	prefix := nsKey(tenant, op.Prefix)
 	_, tenantRest, _ := nextComponent(prefix)
 	skip := len(prefix) - len(tenantRest) // the tenant component
@@ -198,6 +201,9 @@ func searchItems(ctx context.Context, b kvBucket, tenant string, op *saver.Searc
 // under it, or, once a namespace truncated to MaxDepth is listed, past
 // every namespace under that.
 func listNamespaces(ctx context.Context, b kvBucket, tenant string, op saver.ListNamespacesOp, now time.Time) ([]saver.Namespace, error) {
+	if op.Limit == 0 {
+		return []saver.Namespace{}, nil
+	}
 	prefix := nsKey(tenant, op.FixedPrefix())
 	_, tenantRest, _ := nextComponent(prefix)
 	skip := len(prefix) - len(tenantRest)

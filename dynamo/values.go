@@ -91,8 +91,8 @@ func (r *blobReader) read(ctx context.Context) error {
 			}
 		}
 		// The answer holds the values read: charged to the response budget
-		// (saver.Take) as each round arrives, the offloaded ones as S3
-		// answers them.
+		// (saver.Take) as each round arrives, the inline ones before S3 is
+		// asked, the offloaded ones once the round's loads are in.
 		if err := saver.Take(ctx, inline); err != nil {
 			return err
 		}
