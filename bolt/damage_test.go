@@ -1,12 +1,12 @@
 package bolt_test
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/saver-dev/saver"
+	"github.com/saver-dev/saver/faults/damage"
 	"github.com/saver-dev/saver/storetest"
 )
 
@@ -28,7 +28,7 @@ func TestDamagedTableMakesThePingFail(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	damageTables(t, path)
+	damage.PebbleTables(t, path)
 
 	s = MustOpen(t, path)
 	if err := s.Ping(t.Context()); err != nil {
@@ -45,29 +45,6 @@ func TestDamagedTableMakesThePingFail(t *testing.T) {
 		}
 		if msg := saver.ErrorMessage(err); !strings.Contains(msg, "damaged") {
 			t.Fatalf("Ping after a read met damage: %q", msg)
-		}
-	}
-}
-
-// damageTables flips bytes in the middle of every table (*.sst) of the
-// Pebble store at path: in its data blocks, whose checksums Pebble checks
-// as it reads them.
-func damageTables(t *testing.T, path string) {
-	t.Helper()
-	tables, _ := filepath.Glob(filepath.Join(path, "*.sst"))
-	if len(tables) == 0 {
-		t.Fatal("the store has no table to damage")
-	}
-	for _, name := range tables {
-		b, err := os.ReadFile(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := len(b) / 4; i < len(b)/4+64; i++ {
-			b[i] ^= 0xff
-		}
-		if err := os.WriteFile(name, b, 0o600); err != nil {
-			t.Fatal(err)
 		}
 	}
 }

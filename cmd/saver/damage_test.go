@@ -4,10 +4,11 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/saver-dev/saver/faults/damage"
 )
 
 // TestServiceOnADamagedStore serves an embedded store whose tables were
@@ -32,22 +33,7 @@ func TestServiceOnADamagedStore(t *testing.T) {
 	if err := m.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	tables, _ := filepath.Glob(filepath.Join(db, "*.sst"))
-	if len(tables) == 0 {
-		t.Fatal("the store has no table to damage")
-	}
-	for _, name := range tables {
-		b, err := os.ReadFile(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := 0; i+64 < len(b)/2; i += 4096 {
-			b[i+64] ^= 0xff
-		}
-		if err := os.WriteFile(name, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	damage.PebbleTables(t, db)
 
 	m, base = serve(t, db)
 	defer m.Close(context.Background())
