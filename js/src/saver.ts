@@ -483,6 +483,9 @@ export class HTTPSaver extends BaseCheckpointSaver implements Ledger {
     let target = getCheckpointId(cfg);
     let asking = channels;
     const seen = new Set<string>();
+    // Each channel's pages, newest first: joined once at the end, since
+    // prepending page by page would copy the writes once per page.
+    const pages = new Map<string, DeltaChannelHistory["writes"][]>();
     while (asking.length > 0) {
       let wire: unknown;
       try {
@@ -512,9 +515,10 @@ export class HTTPSaver extends BaseCheckpointSaver implements Ledger {
           if (!isRecord(w) || typeof w.task_id !== "string") throw new BadResponseError("bad_response", "malformed write");
           writes.push([w.task_id, ch, await this.untyped(w.value)]);
         }
-        // A later page is older: its writes come first.
         const history = out[ch]!;
-        history.writes = [...writes, ...history.writes];
+        const taken = pages.get(ch);
+        if (taken === undefined) pages.set(ch, [writes]);
+        else taken.push(writes);
         if (entry.seed !== undefined && entry.seed !== null) history.seed = await this.untyped(entry.seed);
         if (entry.next !== undefined && entry.next !== null && entry.next !== "") {
           if (typeof entry.next !== "string" || (next !== undefined && entry.next !== next)) {
@@ -531,6 +535,8 @@ export class HTTPSaver extends BaseCheckpointSaver implements Ledger {
       }
       asking = goingOn;
     }
+    // A later page is older: its writes come first.
+    for (const [ch, taken] of pages) out[ch]!.writes = taken.reverse().flat();
     return out;
   }
 

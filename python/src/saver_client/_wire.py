@@ -389,6 +389,9 @@ class DeltaPages:
         self._target = get_checkpoint_id(config) or ""
         self._seen: set[str] = set()
         self._out: dict[str, DeltaChannelHistory] = {}
+        # Each channel's pages, newest first: joined once in result(), since
+        # prepending page by page would copy the writes once per page.
+        self._pages: dict[str, list[list]] = {}
 
     def call(self) -> Call | None:
         """The next request, or None once the history is whole."""
@@ -403,9 +406,7 @@ class DeltaPages:
         target = None
         for ch in self._channels:
             history = page[ch]
-            older = self._out.get(ch)
-            if older is not None:
-                history["writes"] = history["writes"] + older["writes"]
+            self._pages.setdefault(ch, []).append(history["writes"])
             self._out[ch] = history
             nxt = wire["channels"][ch].get("next")
             if nxt:
@@ -421,6 +422,9 @@ class DeltaPages:
         self._channels = going_on
 
     def result(self) -> dict[str, DeltaChannelHistory]:
+        for ch, pages in self._pages.items():
+            if len(pages) > 1:
+                self._out[ch]["writes"] = [w for page in reversed(pages) for w in page]
         return self._out
 
 
