@@ -255,3 +255,93 @@ func TestBackupUnderLoad(t *testing.T) {
 		mustHold(t, client, rbase, a)
 	}
 }
+
+// TestBackupRefusals: saver backup refuses a DIR that holds anything and a
+// caller without the operator key (a tenant's key included); saver restore
+// refuses a store already at the path, even with -force while the service
+// holds it, and a folder that is not a store. Each leaves what is there as
+// it was and says why.
+func TestBackupRefusals(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "saver.db")
+	m, base, operatorFile := serveWithKeys(t, db)
+	if err := loadWrite(&http.Client{}, base, "checkpoint", "t", 1); err != nil {
+		t.Fatal(err)
+	}
+	tenantFile := filepath.Join(dir, "tenant-key")
+	if err := os.WriteFile(tenantFile, []byte(backupTenantKey+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	full := filepath.Join(dir, "full")
+	if err := os.Mkdir(full, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(full, "notes"), []byte("mine"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	good := filepath.Join(dir, "good")
+	if code, out := runProcess(t, time.Minute, "backup", "-url", base, "-operator-key-file", operatorFile, good); code != 0 {
+		t.Fatalf("saver backup: exit %d\n%s", code, out)
+	}
+	empty := filepath.Join(dir, "empty")
+	if err := os.Mkdir(empty, 0o750); err != nil {
+		t.Fatal(err)
+	}
+
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"NonEmptyDir", []string{"backup", "-url", base, "-operator-key-file", operatorFile, full},
+			full + " is not empty"},
+		{"NoKey", []string{"backup", "-url", base, filepath.Join(dir, "b1")},
+			"The operator key is missing or wrong: send Authorization: Bearer <operator key>. (401 unauthorized)"},
+		{"TenantKey", []string{"backup", "-url", base, "-operator-key-file", tenantFile, filepath.Join(dir, "b2")},
+			"The operator key is missing or wrong: send Authorization: Bearer <operator key>. (401 unauthorized)"},
+		{"LocalWhileServed", []string{"backup", "-db", db, filepath.Join(dir, "b3")},
+			"a running service holds the store: back it up through the service (-url)"},
+		{"RestoreOverAStore", []string{"restore", "-db", db, good},
+			db + " already holds a store; stop the service and use -force"},
+		{"RestoreOverAServedStore", []string{"restore", "-db", db, "-force", good},
+			"stop the service before restoring"},
+		{"RestoreNotAStore", []string{"restore", "-db", filepath.Join(dir, "new.db"), empty},
+			empty + " is not a store that opens"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out := runProcess(t, time.Minute, tt.args...)
+			if code != 2 || !strings.Contains(out, tt.want) {
+				t.Fatalf("exit %d; want 2 and %q:\n%s", code, tt.want, out)
+			}
+		})
+	}
+	for _, b := range []string{"b1", "b2", "b3", "new.db"} {
+		if _, err := os.Stat(filepath.Join(dir, b)); err == nil {
+			t.Errorf("%s was made by a refused command", b)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(full, "notes")); err != nil || string(b) != "mine" {
+		t.Errorf("the non-empty DIR changed: %q %v", b, err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".*")); len(left) != 0 {
+		t.Errorf("temporary folders left: %v", left)
+	}
+	// The service still serves the store it held.
+	if err := loadWrite(&http.Client{}, base, "checkpoint", "t", 2); err != nil {
+		t.Fatal(err)
+	}
+
+	// Once the service stops, -force moves the store aside and restores.
+	if err := m.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	code, out := runProcess(t, time.Minute, "restore", "-db", db, "-force", good)
+	if code != 0 || !strings.Contains(out, "the store that was at "+db+" is at "+db+".before-restore-") {
+		t.Fatalf("restore -force: exit %d\n%s", code, out)
+	}
+	aside, _ := filepath.Glob(db + ".before-restore-*")
+	if len(aside) != 1 {
+		t.Fatalf("the replaced store: %v", aside)
+	}
+}
