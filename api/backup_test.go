@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/saver-dev/saver/api"
 	"github.com/saver-dev/saver/bolt"
@@ -120,5 +121,20 @@ func TestBackupRouteOneAtATime(t *testing.T) {
 	<-first
 	if rec := postBackup(t, s, operatorKey); rec.Code != http.StatusOK {
 		t.Fatalf("a backup once the first ended: %d %s", rec.Code, bytes.TrimSpace(rec.Body.Bytes()))
+	}
+}
+
+// TestBackupRouteOutlivesTheRequestTimeout: a copy of the whole store takes
+// as long as the store is large, so the request timeout, which bounds store
+// work, does not end it (handleBackup bounds it by progress instead).
+func TestBackupRouteOutlivesTheRequestTimeout(t *testing.T) {
+	s, _ := backupServer(t, nil, nil)
+	s.RequestTimeout = time.Nanosecond
+	rec := postBackup(t, s, "")
+	if rec.Code != http.StatusOK {
+		t.Fatalf("%d %s", rec.Code, rec.Body)
+	}
+	if _, err := bolt.ReadBackup(rec.Body, t.TempDir()); err != nil {
+		t.Fatalf("the answer is not a whole backup: %v", err)
 	}
 }
