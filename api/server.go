@@ -78,6 +78,8 @@ type Capabilities struct {
 	// Pinger tells /readyz whether the store's backend answers; without
 	// one, /readyz answers as /healthz does.
 	Pinger Pinger
+	// Backup serves the operator's backup route (backup.go).
+	Backup Backuper
 	// HeadGuard says that the Store honours PutCheckpoint.ExpectHead.
 	// Without it a put with expected_head is refused (400), never stored
 	// without its condition.
@@ -171,6 +173,9 @@ type Server struct {
 	// Keys maps API keys to tenants. Nil or empty: no authentication, every
 	// request is DefaultTenant's (cmd/saver allows that on loopback only).
 	Keys *Keys
+	// OperatorKey holds the key of the operator routes (the backup), which
+	// no tenant key opens; see authenticateOperator.
+	OperatorKey *Keys
 
 	echo      *echo.Echo
 	labels    routeLabels
@@ -334,7 +339,12 @@ func (s *Server) newEcho() *echo.Echo {
 	}))
 	e.Use(s.limitBody)
 	e.Use(s.strictQuery)
-	e.Use(middleware.ContextTimeout(s.RequestTimeout))
+	e.Use(middleware.ContextTimeoutWithConfig(middleware.ContextTimeoutConfig{
+		Timeout: s.RequestTimeout,
+		// A backup bounds itself (handleBackup): a copy of the whole store
+		// takes as long as the store is large.
+		Skipper: func(c echo.Context) bool { return c.Path() == backupRoute },
+	}))
 
 	// Probes stay open so that load balancers need no key.
 	e.GET("/healthz", s.handleHealth)
@@ -347,6 +357,9 @@ func (s *Server) newEcho() *echo.Echo {
 	// Present only with the tree or Store routes its script calls.
 	if s.Tree != nil || s.Items != nil {
 		s.registerUIRoutes(e)
+	}
+	if s.Backup != nil {
+		s.registerBackupRoute(e)
 	}
 	// What a client may hold is counted once it is named, by its tenant.
 	v1 := e.Group("/v1", s.authenticate, s.limitRequests, s.budgetBody)

@@ -36,13 +36,13 @@ func MustServer(tb testing.TB, store saver.Store) *api.Server {
 func MustMockServer(tb testing.TB, m *mock.Store) *api.Server {
 	tb.Helper()
 	s := MustServer(tb, m)
-	s.Capabilities = api.Capabilities{Tree: m, Ledger: m, Expirer: m, Items: m}
+	s.Capabilities = api.Capabilities{Tree: m, Ledger: m, Expirer: m, Items: m, Backup: m}
 	return s
 }
 
 // boltCapabilities wires the embedded store as cmd/saver does.
 func boltCapabilities(st *bolt.Store) api.Capabilities {
-	return api.Capabilities{Tree: st, Ledger: st, Expirer: st, Items: st, Pinger: st, HeadGuard: true}
+	return api.Capabilities{Tree: st, Ledger: st, Expirer: st, Items: st, Pinger: st, Backup: st, HeadGuard: true}
 }
 
 // do sends one request through the whole echo stack.

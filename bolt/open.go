@@ -54,11 +54,15 @@ func (s *Store) checkFile(path string) (create bool, err error) {
 	return false, nil
 }
 
+// ErrLocked is in the chain of the error Open returns when another process
+// holds the store (a service serving it) for longer than Store.Timeout.
+var ErrLocked = errors.New("the store is locked by another process")
+
 // openError words an error of bbolt.Open.
 func openError(path string, err error) error {
 	switch {
 	case errors.Is(err, bolterrors.ErrTimeout):
-		return fmt.Errorf("bolt: open %s: file is locked by another process: %w", path, err)
+		return fmt.Errorf("bolt: open %s: %w: %w", path, ErrLocked, err)
 	case errors.Is(err, fs.ErrExist):
 		return fmt.Errorf("bolt: open %s: another process created the file meanwhile; start again to open it: %w", path, err)
 	}

@@ -362,6 +362,9 @@ func (s *Store) openPebble(path string, create bool) error {
 		db, err := pebble.Open(path, opts)
 		if err == nil {
 			s.db = &pebbleEngine{db: db, dir: path, reserve: s.ReserveBytes}
+			if err := removeBackupLeftovers(path); err != nil {
+				s.Logger.Warn("cannot remove a backup's leftover checkpoint beside the store", "path", path, "error", err)
+			}
 			s.Logger.Info("store opened", "path", path, "engine", "pebble", "created", create)
 			return nil
 		}
@@ -377,7 +380,7 @@ func (s *Store) openPebble(path string, create bool) error {
 			return fmt.Errorf("bolt: open %s: %w", path, err)
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("bolt: open %s: the store is locked by another process: %w", path, err)
+			return fmt.Errorf("bolt: open %s: %w: %w", path, ErrLocked, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -164,6 +164,8 @@ type Store struct {
 	writes *groupCommit
 	full   atomic.Bool           // a write failed for want of space, and none has succeeded since (space.go)
 	damage atomic.Pointer[error] // the first corruption a read met (damage.go)
+	// backingUp is set while a backup runs (backup.go): one at a time.
+	backingUp atomic.Bool
 	// scanHook, when set (by tests), runs inside DeleteForRuns's scan.
 	scanHook func()
 }

@@ -3,6 +3,7 @@ package mock
 
 import (
 	"context"
+	"io"
 
 	"github.com/saver-dev/saver"
 )
@@ -28,7 +29,10 @@ type Store struct {
 	FailFn      func(ctx context.Context, tenant, key, token string, failure saver.ClaimError) error
 	SetExpiryFn func(ctx context.Context, ref saver.CheckpointRef, expiresAt int64) error
 	BatchFn     func(ctx context.Context, tenant string, ops []saver.ItemOp) ([]saver.ItemResult, error)
+	BackupFn    func(ctx context.Context, w io.Writer) error
 }
+
+func (s *Store) Backup(ctx context.Context, w io.Writer) error { return s.BackupFn(ctx, w) }
 
 func (s *Store) PutCheckpoint(ctx context.Context, in saver.PutCheckpoint) error {
 	return s.PutCheckpointFn(ctx, in)

@@ -26,6 +26,8 @@ var commands = map[string]func(context.Context, invocation) error{
 	"init":    initStore,
 	"gc":      gc,
 	"migrate": migrate,
+	"backup":  backup,
+	"restore": restore,
 	"inspect": func(ctx context.Context, in invocation) error {
 		return runInspect(ctx, in.args, in.getenv, in.stdout, in.stderr)
 	},

@@ -52,6 +52,7 @@ type Config struct {
 	TTL                                                       ttl.Policy    // retention by scope
 	APIKeys                                                   string        // "tenant:key,tenant:key"; never logged
 	APIKeysFile                                               string        // file of "tenant:key" lines
+	OperatorKeyFile                                           string        // file holding the key of the operator routes (backup)
 	TLSCert                                                   string        // PEM certificate; with TLSKey, serve HTTPS
 	TLSKey                                                    string        // PEM private key
 	Table                                                     string        // DynamoDB table
@@ -299,6 +300,8 @@ func settings() []envVar {
 		func(c *Config) string { return "" }) // never echo a key, not even in -help
 	s, g = str(func(c *Config) *string { return &c.APIKeysFile })
 	add("SAVER_API_KEYS_FILE", "api-keys-file", "file of tenant:key lines (# comments); without keys the service serves loopback only", s, g)
+	s, g = str(func(c *Config) *string { return &c.OperatorKeyFile })
+	add("SAVER_OPERATOR_KEY_FILE", "operator-key-file", "file holding the operator key (16+ characters, one line), which opens POST /admin/backup and no tenant's data; with API keys and no operator key, backups go through saver backup -db with the service stopped", s, g)
 	s, g = str(func(c *Config) *string { return &c.TLSCert })
 	add("SAVER_TLS_CERT", "tls-cert", "PEM certificate file; with -tls-key the service speaks HTTPS", s, g)
 	s, g = str(func(c *Config) *string { return &c.TLSKey })
@@ -472,6 +475,34 @@ func parseLevel(s string) (slog.Level, error) {
 		return l, fmt.Errorf("log-level %q: use debug, info, warn or error", s)
 	}
 	return l, nil
+}
+
+// LoadOperatorKey returns the key in OperatorKeyFile, "" without one: the
+// file's one line that is not blank or a # comment. Errors never hold the
+// key.
+func (c *Config) LoadOperatorKey(readFile func(string) ([]byte, error)) (string, error) {
+	if c.OperatorKeyFile == "" {
+		return "", nil
+	}
+	b, err := readFile(c.OperatorKeyFile)
+	if err != nil {
+		return "", fmt.Errorf("operator-key-file: %w", err)
+	}
+	var key string
+	for _, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if key != "" {
+			return "", fmt.Errorf("operator-key-file %s: more than one key; it holds one line, the key", c.OperatorKeyFile)
+		}
+		key = line
+	}
+	if key == "" {
+		return "", fmt.Errorf("operator-key-file %s: no key in it", c.OperatorKeyFile)
+	}
+	return key, nil
 }
 
 // LoadKeys returns the API keys of APIKeys and APIKeysFile as key -> tenant.

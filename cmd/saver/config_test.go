@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -185,4 +186,40 @@ func TestRun_RefusesOpenAddressWithoutKeys(t *testing.T) {
 		t.Fatalf("with keys: %v", err)
 	}
 	m.Close(t.Context())
+}
+
+// TestRun_RefusesABadOperatorKey: the operator key opens every tenant's
+// data, so the service refuses to start with one that is a tenant's key,
+// too short, or not alone in its file; the errors never show the key.
+func TestRun_RefusesABadOperatorKey(t *testing.T) {
+	tenantKey := "acme-key-0123456789abcdef"
+	tests := []struct {
+		name, file, want string
+	}{
+		{"TenantsKey", tenantKey + "\n", `the operator key is also tenant "acme"'s API key`},
+		{"Short", "short\n", "is 5 characters long; use at least 16"},
+		{"TwoKeys", "operator-key-0123456789\nanother-key-0123456789\n", "more than one key"},
+		{"Empty", "# no key yet\n\n", "no key in it"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "operator")
+			if err := os.WriteFile(file, []byte(tt.file), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			m := NewMain(io.Discard)
+			vars := map[string]string{"SAVER_API_KEYS": "acme:" + tenantKey, "SAVER_OPERATOR_KEY_FILE": file}
+			if err := m.ParseFlags([]string{"-addr", "127.0.0.1:0", "-db", t.TempDir() + "/s.db"}, env(vars)); err != nil {
+				t.Fatal(err)
+			}
+			err := m.Run(t.Context())
+			defer m.Close(t.Context())
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err=%v, want %q", err, tt.want)
+			}
+			if strings.Contains(err.Error(), "0123456789") {
+				t.Fatalf("the error shows the key: %v", err)
+			}
+		})
+	}
 }

@@ -4,6 +4,8 @@
 //	saver init [flags]      create the DynamoDB table and S3 bucket if missing
 //	saver gc [flags]        delete expired items (embedded) or orphaned S3 objects, once
 //	saver migrate [flags]   move an embedded bbolt file to Pebble
+//	saver backup DIR        copy the embedded store, from the running service or -db
+//	saver restore DIR       put a backup in place as the store at -db
 //	saver inspect COMMAND   look at a running service's threads (see -help)
 //	saver version           print the version
 //
@@ -111,12 +113,16 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	operator, err := m.operatorKey(keyMap)
+	if err != nil {
+		return err
+	}
 	if keys.Len() == 0 && !isLoopback(m.Config.Addr) {
 		return fmt.Errorf("refusing to serve %s without API keys: anyone who can reach it could read and change every thread; set SAVER_API_KEYS_FILE or bind to 127.0.0.1", m.Config.Addr)
 	}
 
 	m.server = m.newServer(m.store, m.caps)
-	m.server.Keys = keys
+	m.server.Keys, m.server.OperatorKey = keys, operator
 	if mx != nil {
 		m.server.Observer, m.server.Metrics = mx, mx.Handler()
 	}
@@ -136,10 +142,27 @@ func (m *Main) Run(ctx context.Context) error {
 	return nil
 }
 
+// operatorKey loads the operator key, which must be no tenant's key (in
+// keyMap): a tenant holding it would hold every tenant's data.
+func (m *Main) operatorKey(keyMap map[string]string) (*api.Keys, error) {
+	key, err := m.Config.LoadOperatorKey(os.ReadFile)
+	if err != nil || key == "" {
+		return nil, err
+	}
+	if tenant, ok := keyMap[key]; ok {
+		return nil, fmt.Errorf("operator-key-file: the operator key is also tenant %q's API key; give the operator a key of its own", tenant)
+	}
+	k, err := api.NewKeys(map[string]string{key: "operator"})
+	if err != nil {
+		return nil, fmt.Errorf("operator-key-file: %w", err)
+	}
+	return k, nil
+}
+
 // boltCapabilities are what the embedded store offers beyond saver.Store:
 // all of them.
 func boltCapabilities(st *bolt.Store) api.Capabilities {
-	return api.Capabilities{Tree: st, Ledger: st, Expirer: st, Items: st, Pinger: st, HeadGuard: true}
+	return api.Capabilities{Tree: st, Ledger: st, Expirer: st, Items: st, Pinger: st, Backup: st, HeadGuard: true}
 }
 
 // openStore opens the configured store with the capabilities it is wired
