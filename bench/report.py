@@ -178,7 +178,11 @@ def rows(r: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
         ("get_tuple", "get_tuple(latest)"),
         ("list10", "list(limit 10)"),
         ("list10_all_ns", "list(limit 10), no namespace"),
-        ("live_path", "live path (tree query)"),
+        ("live_path", "tree: whole live path"),
+        ("children", "tree: children of the head"),
+        ("leaves", "tree: leaves"),
+        ("abandoned", "tree: abandoned branches"),
+        ("context50", "tree: resume_context(limit=50)"),
     ):
         for size in sizes:
             vals = {s: (gr.get(s, {}).get(str(size)) or {}).get(q) for s in SAVERS}
@@ -384,6 +388,15 @@ def targets(r: dict[str, Any]) -> list[dict[str, Any]]:
                 f"{hi:.2f} ms vs {lo:.2f} ms")
         else:
             add(f"{SAVERS[s]}: get_tuple(latest) growth <= 1.3x", None, 1.3, "")
+    # Tree queries at 10,000 checkpoints, against fixed limits in ms.
+    for s, small, path in (("ours_bolt", 10.0, 40.0), ("ours_dynamo", 100.0, 300.0)):
+        top = (gr.get(s) or {}).get("10000") or {}
+        for q, label, limit in (("live_path", "whole live path", path), ("children", "children", small),
+                                ("leaves", "leaves", small), ("abandoned", "abandoned", small),
+                                ("context50", "resume_context(limit=50)", small)):
+            v = top.get(q)
+            add(f"{SAVERS[s]}: tree {label} at 10,000 checkpoints <= {limit:g} ms",
+                None if v is None else v / limit, 1.0, "" if v is None else f"{v:.2f} ms")
     # Per operation at one caller: against in-process SQLite, and against
     # PostgresSaver, the networked peer (the hop's cost).
     for anchor, label, limits in (

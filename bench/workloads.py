@@ -321,7 +321,9 @@ def grow_thread(saver: BaseCheckpointSaver[Any], writer: ThreadWriter, upto: int
 
 def growth_point(saver: BaseCheckpointSaver[Any], thread_id: str, reps: int, with_tree: bool) -> dict[str, float]:
     """Median ms of get_tuple(latest), list(limit 10) with and without the
-    namespace, and (our saver) the live-path query, on one thread."""
+    namespace, and (our saver) every tree query, on one thread: the whole
+    live path, the head's children, the leaves, the abandoned branches and
+    the resume context of the last 50 steps."""
     with_ns = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
     any_ns = {"configurable": {"thread_id": thread_id}}
     queries: dict[str, Callable[[], Any]] = {
@@ -331,6 +333,10 @@ def growth_point(saver: BaseCheckpointSaver[Any], thread_id: str, reps: int, wit
     }
     if with_tree:
         queries["live_path"] = lambda: saver.path(thread_id)  # type: ignore[attr-defined]
+        queries["children"] = lambda: saver.children(thread_id)  # type: ignore[attr-defined]
+        queries["leaves"] = lambda: saver.leaves(thread_id)  # type: ignore[attr-defined]
+        queries["abandoned"] = lambda: saver.abandoned(thread_id)  # type: ignore[attr-defined]
+        queries["context50"] = lambda: saver.resume_context(thread_id, limit=50)  # type: ignore[attr-defined]
     out = {}
     for name, q in queries.items():
         q()  # warm

@@ -34,6 +34,10 @@ func (s *Store) PutCheckpoint(ctx context.Context, in saver.PutCheckpoint) error
 	if err != nil {
 		return translate("put checkpoint", err)
 	}
+	nv, err := nodeRecordOf(cv) // the tree index's entry (treeindex.go)
+	if err != nil {
+		return translate("put checkpoint", err)
+	}
 	type kv struct{ k, v []byte }
 	blobs := make([]kv, len(in.Blobs))
 	blobExp := saver.NewBlobExpiry(in.ExpiresAt, s.Now())
@@ -65,6 +69,9 @@ func (s *Store) PutCheckpoint(ctx context.Context, in saver.PutCheckpoint) error
 			}
 		}
 		if err := tx.Bucket(bucketCheckpoints).Put(ck, cv); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketNodes).Put(ck, nv); err != nil {
 			return err
 		}
 		bb := tx.Bucket(bucketBlobs)

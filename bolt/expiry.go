@@ -184,7 +184,10 @@ func (s *Store) SetExpiry(ctx context.Context, ref saver.CheckpointRef, expiresA
 				return err
 			}
 		}
-		return extendWrites(tx.Bucket(bucketWrites), k, expiresAt, now)
+		if err := extendWrites(tx.Bucket(bucketWrites), k, expiresAt, now); err != nil {
+			return err
+		}
+		return setNodeExpiry(tx, k, expiresAt, now)
 	})
 }
 
@@ -270,7 +273,11 @@ func (s *Store) Sweep(ctx context.Context) (int, error) {
 			if err != nil {
 				return total, err
 			}
-			total += deleted
+			// Index entries are not counted: they are the same
+			// checkpoints and writes again (treeindex.go).
+			if !bytes.Equal(name, bucketNodes) {
+				total += deleted
+			}
 			if next == nil {
 				break
 			}

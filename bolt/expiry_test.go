@@ -166,6 +166,7 @@ func TestExpiryOldRecords(t *testing.T) {
 	rawPut(t, s, bucketBlobs, blobKey(ref, "a", "1"), storetest.Typed("a"))
 	rawPut(t, s, bucketWrites, writeKey(ref, "task", -1), map[string]any{"task_path": "", "channel": saver.ChannelError, "value": storetest.Typed("boom")})
 	rawPut(t, s, bucketWrites, writeKey(ref, "task", 0), map[string]any{"task_path": "", "channel": "ch", "value": storetest.Typed("w")})
+	reindex(t, s)
 	in := storetest.NewCheckpoint(ref, ref.ID)
 	in.Body = storetest.Typed("body")
 	storetest.SetChannel(&in, "a", "1", "a")
@@ -258,9 +259,9 @@ func TestExpiredBlobsStayExpired(t *testing.T) {
 }
 
 // countKeys returns the number of keys in each thread bucket.
-func countKeys(t *testing.T, s *Store) [3]int {
+func countKeys(t *testing.T, s *Store) [4]int {
 	t.Helper()
-	var n [3]int
+	var n [4]int
 	if err := s.db.View(func(tx kvTx) error {
 		for i, name := range threadBuckets {
 			n[i] = keyCount(tx.Bucket(name))
@@ -309,8 +310,8 @@ func TestSweep(t *testing.T) {
 	if wantN := 2 + 1 + 2*sweepBatch + 10; err != nil || got != wantN {
 		t.Fatalf("Sweep = %d, %v; want %d", got, err, wantN)
 	}
-	if diff := cmp.Diff([3]int{1, 2, 1}, countKeys(t, s)); diff != "" {
-		t.Fatalf("keys left (checkpoints, blobs, writes) mismatch (-want +got):\n%s", diff)
+	if diff := cmp.Diff([4]int{1, 2, 1, 1}, countKeys(t, s)); diff != "" {
+		t.Fatalf("keys left (checkpoints, blobs, writes, tree index) mismatch (-want +got):\n%s", diff)
 	}
 	storetest.MustEqualTuples(t, storetest.MustListThread(t, s, ref.Tenant, ref.ThreadID), want)
 	second.Blobs = append(second.Blobs, first.Blobs...)

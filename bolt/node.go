@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/saver-dev/saver"
 )
@@ -19,93 +18,65 @@ var (
 	interruptIdx = key(idxComponent(-3)) // saver.ChannelInterrupt
 )
 
-// ListNodes returns every live checkpoint of the thread as a node. It skims
-// the node fields and the expiry out of each checkpoint record in place (see
-// decodeNode) and takes the flags from the keys of the thread's live writes:
-// no payload is decoded or copied.
+// ListNodes returns every live checkpoint of the thread as a node, from the
+// thread's tree index alone: no checkpoint or write record is read.
 func (s *Store) ListNodes(ctx context.Context, tenant, threadID string) ([]saver.Node, error) {
 	prefix := key(tenant, threadID)
-	var nodes []saver.Node
+	nodes := []saver.Node{}
 	err := s.view(ctx, "list nodes", func(tx kvTx) error {
 		now := s.Now()
-		// keys[i] is the key of nodes[i] after the thread prefix: (ns, id).
-		var keys [][]byte
-		nodes = []saver.Node{}
-		err := scanPrefix(ctx, tx.Bucket(bucketCheckpoints), prefix, func(k, v []byte) error {
+		// last is the key, after prefix, of nodes' last element: the node
+		// the flags that follow belong to.
+		var last []byte
+		return scanPrefix(ctx, tx.Bucket(bucketNodes), prefix, func(k, v []byte) error {
 			rest := k[len(prefix):]
 			ns, tail, err := nextComponent(rest)
 			if err != nil {
 				return err
 			}
 			id, tail, err := nextComponent(tail)
-			if err != nil || len(tail) != 0 {
+			if err != nil {
+				return err
+			}
+			if len(tail) == 0 {
+				node := saver.Node{ThreadID: threadID, NS: ns, ID: id}
+				exp, err := decodeNode(&node, v)
+				if err != nil {
+					return fmt.Errorf("decode node %s: %w", id, err)
+				}
+				if !saver.Expired(exp, now) {
+					nodes = append(nodes, node)
+					last = append(last[:0], rest...)
+				}
+				return nil
+			}
+			// A flag: its node is the last one listed, unless that one was
+			// never put or has expired.
+			if last == nil || !bytes.HasPrefix(rest, last) || len(rest)-len(tail) != len(last) {
+				return nil
+			}
+			task := bytes.IndexByte(tail, sep)
+			if task < 0 {
 				return errBadKey
 			}
-			node := saver.Node{ThreadID: threadID, NS: ns, ID: id}
-			exp, err := decodeNode(&node, v)
-			if err != nil {
-				return fmt.Errorf("decode checkpoint %s: %w", node.ID, err)
+			ok, err := live(v, now)
+			if !ok {
+				return err
 			}
-			if !saver.Expired(exp, now) {
-				nodes = append(nodes, node)
-				keys = append(keys, bytes.Clone(rest)) // the cursor's key is valid until it moves
+			n := &nodes[len(nodes)-1]
+			switch idx := tail[task+1:]; {
+			case bytes.Equal(idx, errorIdx):
+				n.HasError = true
+			case bytes.Equal(idx, interruptIdx):
+				n.HasInterrupt = true
 			}
 			return nil
 		})
-		if err != nil {
-			return err
-		}
-		return flagNodes(ctx, tx.Bucket(bucketWrites).Cursor(), prefix, nodes, keys, now)
 	})
 	if err != nil {
 		return nil, err
 	}
 	return nodes, nil
-}
-
-// flagNodes sets HasError and HasInterrupt from the keys of the thread's
-// writes. A write's key is its checkpoint's key followed by (task_id, idx),
-// so writes sort in the order of their checkpoints, and one pass over both
-// finds each write's checkpoint without a lookup. Writes on checkpoints that
-// were never put (or have expired) fall between nodes and are passed over.
-// Only an error or interrupt write's value is read, for its expiry.
-func flagNodes(ctx context.Context, c kvCursor, prefix []byte, nodes []saver.Node, keys [][]byte, now time.Time) error {
-	i, n := 0, 0
-	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && i < len(keys); k, v = c.Next() {
-		if err := checkCtx(ctx, n); err != nil {
-			return err
-		}
-		n++
-		rest := k[len(prefix):]
-		// A checkpoint key sorts below the keys of its writes, and a key
-		// that is neither below nor a prefix of this write's belongs to a
-		// later checkpoint.
-		for i < len(keys) && !bytes.HasPrefix(rest, keys[i]) && bytes.Compare(keys[i], rest) < 0 {
-			i++
-		}
-		if i == len(keys) || !bytes.HasPrefix(rest, keys[i]) {
-			continue
-		}
-		own := rest[len(keys[i]):]
-		task := bytes.IndexByte(own, sep)
-		if task < 0 {
-			return errBadKey
-		}
-		idx := own[task+1:]
-		isError, isInterrupt := bytes.Equal(idx, errorIdx), bytes.Equal(idx, interruptIdx)
-		if !isError && !isInterrupt {
-			continue
-		}
-		if ok, err := live(v, now); !ok {
-			if err != nil {
-				return err
-			}
-			continue
-		}
-		nodes[i].HasError = nodes[i].HasError || isError
-		nodes[i].HasInterrupt = nodes[i].HasInterrupt || isInterrupt
-	}
-	return nil
 }
 
 // decodeNode reads a checkpoint record's parent link and the metadata

@@ -49,6 +49,8 @@ var pebblePrefixes = map[string]byte{
 	string(bucketLedgerExpiry): 'e',
 	string(bucketItems):        'i',
 	string(bucketItemExpiry):   'x',
+	string(bucketNodes):        'n',
+	string(bucketMeta):         'm',
 }
 
 type pebbleEngine struct {

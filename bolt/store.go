@@ -28,8 +28,8 @@
 //
 // # Key layout
 //
-// Five buckets hold the data (on Pebble, five key prefixes of one
-// keyspace, a byte each). Keys are tuples of string components, each
+// The buckets below, and those of the Store's items (itemrecord.go), hold
+// the data (on Pebble, key prefixes of one keyspace, a byte each). Keys are tuples of string components, each
 // escaped (0x00 -> 0x01 0x01, 0x01 -> 0x01 0x02) and followed by a 0x00
 // separator, so that byte order is tuple order and the key of a tuple prefix
 // is a byte prefix of exactly the keys that extend it. No thread id,
@@ -42,6 +42,9 @@
 //	writes         (tenant, thread, ns, checkpoint_id, task_id, idx) -> write record
 //	ledger         (tenant, key)                                     -> ledger record
 //	ledger_expiry  expiry ++ (tenant, key)                           -> empty
+//	nodes          (tenant, thread, ns, checkpoint_id)               -> node record
+//	               (tenant, thread, ns, checkpoint_id, task_id, idx) -> expiry of an error or interrupt write
+//	meta           name                                              -> fact about the store (the tree index is whole)
 //
 // idx is 8 bytes, big-endian with the sign bit flipped, so that writes of a
 // task sort by idx as numbers; a ledger record's expiry (Unix nanoseconds)
@@ -66,13 +69,16 @@
 //
 // # Tree nodes
 //
-// ListNodes needs no index of its own. It walks the thread's checkpoint
-// keys and skims each record in place (skim.go): the parent link and the
-// metadata fields source, step and parents are decoded; the body, channel
-// versions and other metadata are stepped over by their msgpack lengths,
-// neither copied nor read. The error and interrupt flags come from the
-// idx in the keys of the thread's writes (LangGraph writes errors at -1 and
-// interrupts at -3), read in the same key order as the checkpoints.
+// Tree queries read a per-thread index kept by every call that changes a
+// checkpoint or an error or interrupt write, in the same transaction
+// (treeindex.go): under each checkpoint's key, a node record of a few dozen
+// bytes (its expiry, parent link, and the metadata source, step and
+// parents); under each error (idx -1) or interrupt (idx -3) write's key, that
+// write's expiry. A checkpoint's key prefixes its writes', so one scan of
+// the thread's prefix meets each node just before its flags, and no
+// checkpoint record, payload or write is read. Stores written before the
+// index get it when Open finds no marker in the meta bucket, before they
+// serve.
 //
 // # Expiry
 //
@@ -82,7 +88,7 @@
 // filters with Store.Now: an expired item is absent, whether or not it is
 // still in the file, and a put treats it as absent too. The expiry is
 // skimmed from the record's first bytes, so passing over an expired
-// checkpoint costs no decoding, and ListNodes stays payload-free.
+// checkpoint costs no decoding.
 //
 // A blob a put brings expires by the blob lifetime rule
 // (saver.NewBlobExpiry), and the put applies saver.ExtendedBlobExpiry to
@@ -133,7 +139,7 @@ var (
 const initialMmapSize = 1 << 30
 
 // buckets are every bucket of the file, created by Open.
-var buckets = append(slices.Clone(threadBuckets), bucketLedger, bucketLedgerExpiry, bucketItems, bucketItemExpiry)
+var buckets = append(slices.Clone(threadBuckets), bucketLedger, bucketLedgerExpiry, bucketItems, bucketItemExpiry, bucketMeta)
 
 // Store is a saver.Store in one bbolt file. Its exported fields are knobs
 // read by Open; set them with Options.
@@ -250,6 +256,10 @@ func Open(path string, opts ...Option) (*Store, error) {
 		return nil, err
 	}
 	s.writes = &groupCommit{db: s.db, max: s.MaxBatchSize}
+	if err := s.indexTree(context.Background()); err != nil {
+		s.db.Close()
+		return nil, fmt.Errorf("bolt: open %s: %w", path, err)
+	}
 	return s, nil
 }
 

@@ -12,7 +12,7 @@ import (
 )
 
 // threadBuckets hold the data of threads, all keyed (tenant, thread, ...).
-var threadBuckets = [][]byte{bucketCheckpoints, bucketBlobs, bucketWrites}
+var threadBuckets = [][]byte{bucketCheckpoints, bucketBlobs, bucketWrites, bucketNodes}
 
 // maxDeleteBatch bounds the keys one write transaction deletes. bbolt has
 // one writer at a time, and the group commit shares its transactions among
@@ -22,12 +22,13 @@ var threadBuckets = [][]byte{bucketCheckpoints, bucketBlobs, bucketWrites}
 const maxDeleteBatch = 500
 
 // DeleteThread removes every checkpoint, blob and write of the thread:
-// checkpoints first, then writes, then blobs, maxDeleteBatch keys a
-// transaction, so a crash part-way leaves at worst an older part of the
-// thread, whole, that a second delete removes.
+// its tree index first (tree queries stop showing it), then checkpoints,
+// writes and blobs, maxDeleteBatch keys a transaction, so a crash part-way
+// leaves at worst an older part of the thread, whole, that a second delete
+// removes.
 func (s *Store) DeleteThread(ctx context.Context, tenant, threadID string) error {
 	prefix := key(tenant, threadID)
-	for _, name := range []([]byte){bucketCheckpoints, bucketWrites, bucketBlobs} {
+	for _, name := range []([]byte){bucketNodes, bucketCheckpoints, bucketWrites, bucketBlobs} {
 		if err := s.deleteWhere(ctx, "delete thread", name, prefix, nil); err != nil {
 			return err
 		}
@@ -159,8 +160,12 @@ func (s *Store) DeleteForRuns(ctx context.Context, tenant string, runIDs []strin
 				if err := cps.Delete(k); err != nil {
 					return err
 				}
-				// A checkpoint's key is the prefix of its writes' keys.
+				// A checkpoint's key is the prefix of its writes' keys, and of
+				// its index entries'.
 				if err := deletePrefix(wb, k); err != nil {
+					return err
+				}
+				if err := deletePrefix(tx.Bucket(bucketNodes), k); err != nil {
 					return err
 				}
 			}
@@ -359,7 +364,7 @@ func (s *Store) CopyThread(ctx context.Context, tenant, src, dst string) error {
 	if !found {
 		return saver.ThreadNotFound(src)
 	}
-	for _, name := range [][]byte{bucketBlobs, bucketWrites, bucketCheckpoints} {
+	for _, name := range [][]byte{bucketBlobs, bucketWrites, bucketCheckpoints, bucketNodes} {
 		for from := srcPrefix; from != nil; {
 			// fn may run twice (see update): it starts from its own copy.
 			start, next := from, []byte(nil)
@@ -493,6 +498,9 @@ func (s *Store) keepLatest(ctx context.Context, thread saver.CheckpointRef) erro
 		cp := tx.Bucket(bucketCheckpoints).Get(key(thread.Tenant, thread.ThreadID, ns, id))
 		return cp == nil, nil
 	})
+	if err == nil {
+		err = s.reconcileNodes(ctx, "prune", prefix)
+	}
 	if err != nil {
 		return err
 	}

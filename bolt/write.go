@@ -19,6 +19,7 @@ func (s *Store) PutWrites(ctx context.Context, in saver.PutWrites) error {
 	type kv struct {
 		k, v    []byte
 		upserts bool
+		flag    []byte // the tree index's entry of an error or interrupt write (treeindex.go)
 	}
 	writes := make([]kv, len(in.Writes))
 	for i := range in.Writes {
@@ -27,7 +28,12 @@ func (s *Store) PutWrites(ctx context.Context, in saver.PutWrites) error {
 		if err != nil {
 			return translate("put writes", err)
 		}
-		writes[i] = kv{writeKey(in.CheckpointRef, w.TaskID, w.Idx), v, w.Upserts()}
+		writes[i] = kv{k: writeKey(in.CheckpointRef, w.TaskID, w.Idx), v: v, upserts: w.Upserts()}
+		if isFlagIdx(w.Idx) {
+			if writes[i].flag, err = encodeFlag(in.ExpiresAt); err != nil {
+				return translate("put writes", err)
+			}
+		}
 	}
 	return s.update(ctx, "put writes", func(tx kvTx) error {
 		now := s.Now()
@@ -44,6 +50,11 @@ func (s *Store) PutWrites(ctx context.Context, in saver.PutWrites) error {
 			}
 			if err := wb.Put(w.k, w.v); err != nil {
 				return err
+			}
+			if w.flag != nil {
+				if err := tx.Bucket(bucketNodes).Put(w.k, w.flag); err != nil {
+					return err
+				}
 			}
 		}
 		return nil
