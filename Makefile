@@ -122,7 +122,7 @@ test-integration:
 .PHONY: test-aws
 test-aws: build venv ui-deps js-deps
 	rc=0; localstack/up.sh && { set -a && . ./$(LOCALSTACK_ENV) && set +a && \
-		$(GO) test -race -count=1 -tags integration ./dynamo/... ./s3offload/... ./localstack/... ./faults/... && \
+		$(GO) test -race -count=1 -tags integration ./dynamo/... ./s3offload/... ./localstack/... ./faults/... ./lincheck/... && \
 		SAVER_BIN=$(abspath $(BIN)) SAVER_STORE=dynamodb SAVER_INIT=true \
 		SAVER_TABLE=saver-pytest-$$$$ SAVER_BUCKET=saver-pytest-$$$$ \
 		$(PY) -m pytest -q python/tests && \
@@ -206,7 +206,8 @@ soak: build venv
 		SAVER_TABLE=saver-soak-$$$$ SAVER_BUCKET=saver-soak-$$$$ \
 		SAVER_KILL_ROUNDS=$(SOAK_KILLS) SAVER_KILL_RUNS=$(SOAK_RUNS) \
 		SAVER_SCALEOUT_KILLS=$(SOAK_KILLS) SAVER_SCALEOUT_RUNS=$(SOAK_RUNS) \
-		$(PY) -m pytest -q python/tests/test_kill.py python/tests/test_scaleout.py; } || rc=$$?; \
+		$(PY) -m pytest -q python/tests/test_kill.py python/tests/test_scaleout.py && \
+		$(SOAK_LIN) $(GO) test -count=1 -timeout 0 -v -tags integration -run 'TestDynamo' ./lincheck/; } || rc=$$?; \
 	localstack/down.sh; exit $$rc
 
 # Fuzz: every `func Fuzz...` in the repository's tests, one at a time (go test
