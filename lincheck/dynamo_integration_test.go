@@ -128,3 +128,46 @@ func TestDynamoReplicaKills(t *testing.T) {
 	}
 	runFaults(t, c, "dynamo-replica-kills", faults)
 }
+
+// TestDynamoBackendFaults checks heads, claims and Store items on three
+// replicas while, in turn, DynamoDB is stopped (connections reset),
+// DynamoDB is frozen (connections held, then delivered late), S3 is cut
+// off and S3 is frozen; each fault lasts until the clients have felt it
+// (2 x SAVER_LIN_CLIENTS operations of unknown outcome, or SAVER_LIN_OPS/4
+// operations in all). Values over the offload size go to S3.
+func TestDynamoBackendFaults(t *testing.T) {
+	c := newCluster(t)
+	sz := runSizes(t)
+	kinds := []struct {
+		name  string
+		proxy *Proxy
+		mode  Mode
+	}{
+		{"dynamodb stopped", c.dynamo, Down},
+		{"dynamodb frozen", c.dynamo, Frozen},
+		{"s3 cut off", c.s3, Down},
+		{"s3 frozen", c.s3, Frozen},
+	}
+	felt := map[string]int{}
+	held := map[string]time.Duration{}
+	var faults []func(context.Context, *Load) error
+	for i := range max(sz.Faults, len(kinds)) {
+		k := kinds[i%len(kinds)]
+		faults = append(faults, func(ctx context.Context, l *Load) error {
+			before, start := l.History.Unknown(), time.Now()
+			k.proxy.Set(k.mode)
+			err := l.WaitFelt(ctx, 2*sz.Clients, sz.Ops/4)
+			k.proxy.Set(Pass)
+			felt[k.name] += l.History.Unknown() - before
+			held[k.name] += time.Since(start)
+			return err
+		})
+	}
+	runFaults(t, c, "dynamo-backend-faults", faults)
+	for _, k := range kinds {
+		t.Logf("LINCHECK %s: %d operations of unknown outcome, held %s", k.name, felt[k.name], held[k.name].Round(time.Millisecond))
+		if felt[k.name] == 0 {
+			t.Errorf("%s: no operation met the fault", k.name)
+		}
+	}
+}

@@ -20,9 +20,10 @@ const Infinity = math.MaxInt64
 type History struct {
 	start time.Time
 
-	mu    sync.Mutex
-	ops   map[string][]porcupine.Operation // by kind
-	count int
+	mu      sync.Mutex
+	ops     map[string][]porcupine.Operation // by kind
+	count   int
+	unknown int
 }
 
 // NewHistory starts the clock.
@@ -40,6 +41,16 @@ func (h *History) Add(kind string, client int, input, output any, call, ret int6
 	defer h.mu.Unlock()
 	h.ops[kind] = append(h.ops[kind], porcupine.Operation{ClientId: client, Input: input, Call: call, Output: output, Return: ret})
 	h.count++
+	if ret == Infinity {
+		h.unknown++
+	}
+}
+
+// Unknown is the number of operations of unknown outcome recorded.
+func (h *History) Unknown() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.unknown
 }
 
 // Len is the number of operations recorded.

@@ -130,6 +130,24 @@ func (l *Load) WaitOps(ctx context.Context, n int) error {
 	return nil
 }
 
+// WaitFelt returns once a fault in place has been felt: unknown more
+// operations of unknown outcome recorded, or ops more operations in all
+// (a fault that only some operations meet, as S3's only the padded ones).
+func (l *Load) WaitFelt(ctx context.Context, unknown, ops int) error {
+	failed := l.failedCh()
+	u, n := l.History.Unknown()+unknown, l.History.Len()+ops
+	for l.History.Unknown() < u && l.History.Len() < n {
+		select {
+		case <-failed:
+			return l.Err()
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
 func (l *Load) nextID() int { return int(l.ids.Add(1)) }
 
 func threadName(epoch int64, i int) string { return fmt.Sprintf("lin-e%d-t%d", epoch, i) }
