@@ -55,7 +55,7 @@ func (s *Store) PutCheckpoint(ctx context.Context, in saver.PutCheckpoint) error
 	var moved error // the conflict the last run of the function found
 	err = s.update(ctx, "put checkpoint", func(tx kvTx) error {
 		now := s.Now()
-		if moved = nil; in.ExpectHead != nil {
+		if moved = nil; in.ExpectHead != nil && !skipHeadCheck {
 			head, err := headOf(tx.Bucket(bucketCheckpoints), in.CheckpointRef, now)
 			if err != nil {
 				return err
