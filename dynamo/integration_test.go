@@ -229,7 +229,7 @@ func TestRequestCounts(t *testing.T) {
 			mustCount(t, st, tt.want, func() { tt.fn(t) })
 		})
 	}
-	for _, tt := range slices.Concat(ledgerCounts(s), expiryCounts(s), deltaCounts(t, s), itemCounts(s)) {
+	for _, tt := range slices.Concat(ledgerCounts(s), expiryCounts(s), deltaCounts(t, st), itemCounts(s)) {
 		t.Run(tt.name, func(t *testing.T) {
 			if tt.setup != nil {
 				tt.setup(t)
@@ -239,25 +239,35 @@ func TestRequestCounts(t *testing.T) {
 	}
 }
 
-// deltaCounts pins the requests of a delta history: one Query (a page
-// reaches back 100 steps of a chat and more) and one BatchGetItem for the
-// seed, whatever the depth; no BatchGetItem when no ancestor holds one.
-func deltaCounts(t *testing.T, s *dynamo.Store) []countTest {
+// deltaCounts pins the requests of a delta history read from the table (a
+// replica whose chain cache is off): one Query (a page reaches back 100
+// steps of a chat and more) and one BatchGetItem for the seed, whatever
+// the depth; no BatchGetItem when no ancestor holds one. With the chain
+// cache, the next turn's history is one Query of the checkpoints newer
+// than what the cache holds, the seed included.
+func deltaCounts(t *testing.T, st *localstack.Stack) []countTest {
+	cached := st.Store
+	s := dynamo.NewStore(st.DB, cached.Table())
+	s.RememberChains(0)
 	ref, fresh := storetest.NewRef(), storetest.NewRef()
 	storetest.PutChat(t, s, ref, 300, 1, 101, 201)
 	storetest.PutChat(t, s, fresh, 80)
-	history := func(ref saver.CheckpointRef, seed string, from, to int) func(t *testing.T) {
+	history := func(s saver.Store, ref saver.CheckpointRef, seed string, from, to int) func(t *testing.T) {
 		return func(t *testing.T) {
 			h := storetest.History{Seed: seed, HasSeed: seed != "", Writes: storetest.ChatWrites(from, to)}
 			storetest.MustEqualHistory(t, s, ref, map[string]storetest.History{"messages": h})
 		}
 	}
 	return []countTest{
-		{name: "DeltaHistoryDepth99", want: requests{"Query": 1, "BatchGetItem": 1}, fn: history(storetest.At(ref, "0300"), "S201", 201, 299)},
-		{name: "DeltaHistoryDepth49", want: requests{"Query": 1, "BatchGetItem": 1}, fn: history(storetest.At(ref, "0150"), "S101", 101, 149)},
-		{name: "DeltaHistoryDepth1", want: requests{"Query": 1, "BatchGetItem": 1}, fn: history(storetest.At(ref, "0202"), "S201", 201, 201)},
-		{name: "DeltaHistoryLatest", want: requests{"Query": 1, "BatchGetItem": 1}, fn: history(ref, "S201", 201, 299)},
-		{name: "DeltaHistoryToTheRoot", want: requests{"Query": 1}, fn: history(storetest.At(fresh, "0080"), "", 1, 79)},
+		{name: "DeltaHistoryDepth99", want: requests{"Query": 1, "BatchGetItem": 1}, fn: history(s, storetest.At(ref, "0300"), "S201", 201, 299)},
+		{name: "DeltaHistoryDepth49", want: requests{"Query": 1, "BatchGetItem": 1}, fn: history(s, storetest.At(ref, "0150"), "S101", 101, 149)},
+		{name: "DeltaHistoryDepth1", want: requests{"Query": 1, "BatchGetItem": 1}, fn: history(s, storetest.At(ref, "0202"), "S201", 201, 201)},
+		{name: "DeltaHistoryLatest", want: requests{"Query": 1, "BatchGetItem": 1}, fn: history(s, ref, "S201", 201, 299)},
+		{name: "DeltaHistoryToTheRoot", want: requests{"Query": 1}, fn: history(s, storetest.At(fresh, "0080"), "", 1, 79)},
+		{name: "DeltaHistoryCachedFirstRead", want: requests{"Query": 1, "BatchGetItem": 1}, fn: history(cached, storetest.At(ref, "0300"), "S201", 201, 299)},
+		{name: "DeltaHistoryCachedNextTurn", want: requests{"Query": 1}, fn: history(cached, ref, "S201", 201, 302),
+			setup: func(t *testing.T) { storetest.PutChatTurns(t, s, ref, 301, 303) }}, // by another replica
+		{name: "DeltaHistoryCachedAgain", want: requests{"Query": 1}, fn: history(cached, storetest.At(ref, "0300"), "S201", 201, 299)},
 	}
 }
 

@@ -27,6 +27,7 @@ func (s *Store) PutCheckpoint(ctx context.Context, in saver.PutCheckpoint) error
 		return fmt.Errorf("dynamo: put checkpoint %s: %w", in.ID, err)
 	}
 	p.patches.remember(partitionKey(in.Tenant, in.ThreadID), in.NS, p.blobs)
+	s.chains.drop(chainKey{nsKey{partitionKey(in.Tenant, in.ThreadID), in.NS}, in.ID}) // a put again may change it
 	return nil
 }
 

@@ -71,7 +71,8 @@ type Store struct {
 
 	db     DynamoAPI
 	table  *awsx.Table
-	recent *recent // the patch cache's (patched.go); nil: no patches
+	recent *recent     // the patch cache's (patched.go); nil: no patches
+	chains *chainCache // what delta histories read (chaincache.go); nil: none
 }
 
 var _ saver.Store = (*Store)(nil)
@@ -83,7 +84,7 @@ const DefaultOffloadThreshold = 350 << 10
 
 // NewStore returns a store on table, which must exist (see CreateTable).
 func NewStore(db DynamoAPI, table string) *Store {
-	return &Store{Now: time.Now, FirstPage: 8, OffloadThreshold: DefaultOffloadThreshold, db: db, table: awsx.NewTable(db, table), recent: newRecent(DefaultRecentBytes)}
+	return &Store{Now: time.Now, FirstPage: 8, OffloadThreshold: DefaultOffloadThreshold, db: db, table: awsx.NewTable(db, table), recent: newRecent(DefaultRecentBytes), chains: newChainCache(DefaultChainCacheBytes)}
 }
 
 // Table returns the name of the store's table.

@@ -60,6 +60,15 @@ func (s *Store) deleteItems(ctx context.Context, items []item) error {
 	rank := map[string]int{itemLifetimes: 0, itemCheckpoint: 1, itemWrite: 2, itemBlob: 3}
 	items = slices.Clone(items)
 	slices.SortStableFunc(items, func(a, b item) int { return rank[getS(a, attrKind)] - rank[getS(b, attrKind)] })
+	defer func() { // after the deletes: a history read meanwhile does not keep them
+		dropped := map[string]bool{}
+		for _, it := range items {
+			if pk := getS(it, attrPK); !dropped[pk] {
+				dropped[pk] = true
+				s.chains.dropThread(pk)
+			}
+		}
+	}()
 	reqs := make([]types.WriteRequest, len(items))
 	for i, it := range items {
 		reqs[i] = types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: item{attrPK: it[attrPK], attrSK: it[attrSK]}}}
@@ -153,6 +162,7 @@ func (s *Store) DeleteForRuns(ctx context.Context, tenant string, runIDs []strin
 // deleting src never takes dst's data with it. Nothing is written unless
 // src has a live checkpoint.
 func (s *Store) CopyThread(ctx context.Context, tenant, src, dst string) error {
+	defer s.chains.dropThread(partitionKey(tenant, dst))
 	if err := s.copyThread(ctx, tenant, src, dst); err != nil {
 		return fmt.Errorf("dynamo: copy thread %s to %s: %w", src, dst, err)
 	}

@@ -21,6 +21,9 @@ import (
 // replay of the same writes costs the one request that failed. No
 // checkpoint has to exist: the items simply sort after where it will be.
 func (s *Store) PutWrites(ctx context.Context, in saver.PutWrites) error {
+	// Dropped after the writes are stored, so that a history that read
+	// the checkpoint before does not keep it (chainCache).
+	defer s.chains.drop(chainKey{nsKey{partitionKey(in.Tenant, in.ThreadID), in.NS}, in.ID})
 	var ordinary, specials []saver.Write
 	for _, w := range in.Writes {
 		if w.Upserts() {

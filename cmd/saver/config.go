@@ -59,6 +59,7 @@ type Config struct {
 	Bucket                                                    string        // S3 bucket for offloaded payloads; "" disables offload
 	OffloadBytes                                              int           // items larger than this keep their payload in S3
 	PatchCache                                                int           // bytes of recent channel values kept to store the next as patches
+	ChainCache                                                int           // bytes of delta chains kept so that the next history reads only what is newer
 	Init                                                      bool          // create the table and bucket at start if missing
 	SweepEvery                                                time.Duration // background orphan sweep period; 0 disables
 	SweepGrace                                                time.Duration // age an orphan must reach before a sweep removes it
@@ -99,6 +100,7 @@ func DefaultConfig() Config {
 		Table:        "saver",
 		OffloadBytes: 350 << 10,
 		PatchCache:   dynamo.DefaultRecentBytes,
+		ChainCache:   dynamo.DefaultChainCacheBytes,
 		SweepGrace:   time.Hour,
 		Metrics:      true,
 
@@ -328,6 +330,15 @@ func settings() []envVar {
 			c.PatchCache = n
 			return nil
 		}, func(c *Config) string { return strconv.Itoa(c.PatchCache) })
+	add("SAVER_CHAIN_CACHE_BYTES", "chain-cache-bytes", "memory in bytes for the delta chains histories read, so that the next DeltaChannel turn reads only what is newer (store dynamodb); 0 reads every history whole from the table",
+		func(c *Config, v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return fmt.Errorf("not a byte count: %q", v)
+			}
+			c.ChainCache = n
+			return nil
+		}, func(c *Config) string { return strconv.Itoa(c.ChainCache) })
 	add("SAVER_INIT", "init", "create the DynamoDB table and S3 bucket at start if missing",
 		func(c *Config, v string) error {
 			b, err := strconv.ParseBool(v)
