@@ -8,6 +8,7 @@ package resume
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -115,6 +116,7 @@ func Build(ctx context.Context, g Getter, tenant string, t *tree.Tree, head *tre
 	for _, b := range t.Abandoned() {
 		abandoned[b.ForkPoint] = append(abandoned[b.ForkPoint], b)
 	}
+	seen := make(map[string]bool) // ids of the messages shown so far
 	for i, n := range path {
 		s := Step{CheckpointID: n.ID, NS: n.NS, Step: n.Step, Source: n.Source, Status: n.Status(),
 			Tasks: []Task{}, Abandoned: []Abandoned{}}
@@ -122,12 +124,28 @@ func Build(ctx context.Context, g Getter, tenant string, t *tree.Tree, head *tre
 		if i+1 < len(path) {
 			next = path[i+1]
 		}
-		if carried(n, next) {
-			tasks, err := steps(ctx, g, tenant, n, o)
+		var tup *saver.Tuple
+		if carried(n, next) || n.Source == sourceUpdate {
+			var err error
+			tup, err = g.GetTuple(ctx, saver.CheckpointRef{Tenant: tenant, ThreadID: n.ThreadID, NS: n.NS, ID: n.ID})
 			if err != nil {
 				return nil, err
 			}
-			s.Tasks = tasks
+		}
+		if n.Source == sourceUpdate {
+			if t, ok := updated(tup, seen, o); ok {
+				s.Tasks = append(s.Tasks, t)
+			}
+		}
+		if carried(n, next) {
+			for _, t := range tasksOf(tup, o) {
+				for _, w := range t.Writes {
+					for _, m := range w.Messages {
+						seen[m.ID] = true
+					}
+				}
+				s.Tasks = append(s.Tasks, t)
+			}
 		}
 		for _, b := range abandoned[n.ID] {
 			if n.NS != "" {
@@ -153,12 +171,34 @@ func carried(n, next *tree.Node) bool {
 	return next == nil || next.NS != n.NS || next.Source == "loop"
 }
 
-// steps reads the writes stored on n and groups them by task.
-func steps(ctx context.Context, g Getter, tenant string, n *tree.Node, o Options) ([]Task, error) {
-	tup, err := g.GetTuple(ctx, saver.CheckpointRef{Tenant: tenant, ThreadID: n.ThreadID, NS: n.NS, ID: n.ID})
-	if err != nil {
-		return nil, err
+// sourceUpdate is the source of a checkpoint update_state made. Its changes
+// are in its channel values, not in writes.
+const sourceUpdate = "update"
+
+// updated returns what an update_state checkpoint added: the messages in its
+// channel values that the path has not shown yet, as a task of node
+// "update_state".
+func updated(tup *saver.Tuple, seen map[string]bool, o Options) (Task, bool) {
+	t := Task{Node: "update_state", Writes: []Wrote{}}
+	for _, b := range tup.Values {
+		wr := Wrote{Channel: b.Channel}
+		for _, m := range valueview.Messages(valueview.Decode(b.Value, messageLimits)) {
+			if m.ID != "" && seen[m.ID] {
+				continue
+			}
+			seen[m.ID] = true
+			wr.Messages = append(wr.Messages, Message{Role: m.Role, ID: m.ID, Text: cut(m.Text, o.ValueBytes)})
+		}
+		if len(wr.Messages) > 0 {
+			wr.Value = strconv.Itoa(len(wr.Messages)) + " new messages"
+			t.Writes = append(t.Writes, wr)
+		}
 	}
+	return t, len(t.Writes) > 0
+}
+
+// tasksOf groups the writes stored on a checkpoint by task.
+func tasksOf(tup *saver.Tuple, o Options) []Task {
 	sends := pendingSends(tup)
 	lim := valueview.DefaultLimits
 	lim.Bytes = o.ValueBytes
@@ -191,7 +231,7 @@ func steps(ctx context.Context, g Getter, tenant string, n *tree.Node, o Options
 			kept = append(kept, t)
 		}
 	}
-	return kept, nil
+	return kept
 }
 
 // pendingSends returns the node of each Send pending at the checkpoint (its

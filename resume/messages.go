@@ -38,35 +38,32 @@ func Messages(ctx context.Context, g Getter, tenant string, head *tree.Node) ([]
 		if i+1 < len(path) {
 			next = path[i+1]
 		}
-		if !carried(n, next) {
+		if !carried(n, next) && n.Source != sourceUpdate {
 			continue
 		}
 		tup, err := g.GetTuple(ctx, saver.CheckpointRef{Tenant: tenant, ThreadID: n.ThreadID, NS: n.NS, ID: n.ID})
 		if err != nil {
 			return nil, err
 		}
+		if n.Source == sourceUpdate {
+			// update_state leaves no writes: its checkpoint's values are
+			// the messages as they now stand, whatever it changed.
+			out, byID = nil, make(map[string]int)
+			for _, b := range tup.Values {
+				for _, m := range valueview.Messages(valueview.Decode(b.Value, messageLimits)) {
+					add(&out, byID, m)
+				}
+			}
+		}
+		if !carried(n, next) {
+			continue
+		}
 		for _, w := range tup.Writes {
 			if w.Idx < 0 || hidden(w.Channel) {
 				continue
 			}
 			for _, m := range valueview.Messages(valueview.Decode(w.Value, messageLimits)) {
-				j, seen := byID[m.ID]
-				switch {
-				case m.Role == "remove" && m.ID == removeAll:
-					out, byID = nil, make(map[string]int)
-				case m.Role == "remove":
-					if seen {
-						out[j] = nil
-						delete(byID, m.ID)
-					}
-				case seen && m.ID != "":
-					out[j] = &LiveMessage{Type: m.Role, Data: m.Data.JSON()}
-				default:
-					if m.ID != "" {
-						byID[m.ID] = len(out)
-					}
-					out = append(out, &LiveMessage{Type: m.Role, Data: m.Data.JSON()})
-				}
+				add(&out, byID, m)
 			}
 		}
 	}
@@ -77,4 +74,26 @@ func Messages(ctx context.Context, g Getter, tenant string, head *tree.Node) ([]
 		}
 	}
 	return kept, nil
+}
+
+// add merges m into out as add_messages does.
+func add(out *[]*LiveMessage, byID map[string]int, m valueview.Message) {
+	j, seen := byID[m.ID]
+	switch {
+	case m.Role == "remove" && m.ID == removeAll:
+		*out = nil
+		clear(byID)
+	case m.Role == "remove":
+		if seen {
+			(*out)[j] = nil
+			delete(byID, m.ID)
+		}
+	case seen && m.ID != "":
+		(*out)[j] = &LiveMessage{Type: m.Role, Data: m.Data.JSON()}
+	default:
+		if m.ID != "" {
+			byID[m.ID] = len(*out)
+		}
+		*out = append(*out, &LiveMessage{Type: m.Role, Data: m.Data.JSON()})
+	}
 }

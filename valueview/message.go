@@ -1,7 +1,8 @@
 package valueview
 
 import (
-	"encoding/json"
+	"math"
+	"strconv"
 	"strings"
 )
 
@@ -105,7 +106,7 @@ func Messages(v Value) []Message {
 	return out
 }
 
-// JSON returns v as plain JSON data (nil, bool, json.Number, string, []any,
+// JSON returns v as plain JSON data (nil, bool, int64, uint64, float64, string, []any,
 // map[string]any), as LangGraph's own JSON fallback reads an ext: an object
 // is its arguments. Map keys that are not strings are rendered as text;
 // bytes, opaque values and cuts become their rendering.
@@ -116,7 +117,7 @@ func (v Value) JSON() any {
 	case Bool:
 		return v.Bool
 	case Number:
-		return json.Number(v.Text)
+		return number(v.Text)
 	case String:
 		return v.Text
 	case Array:
@@ -142,4 +143,19 @@ func (v Value) JSON() any {
 		return v.Items[0].JSON()
 	}
 	return Render(v, 0)
+}
+
+// number is a Number as Go data both JSON and msgpack encode as a number;
+// NaN and the infinities, which JSON cannot hold, stay text.
+func number(s string) any {
+	if i, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return i
+	}
+	if u, err := strconv.ParseUint(s, 10, 64); err == nil {
+		return u
+	}
+	if f, err := strconv.ParseFloat(s, 64); err == nil && !math.IsInf(f, 0) && !math.IsNaN(f) {
+		return f
+	}
+	return s
 }
