@@ -48,6 +48,7 @@ var pebblePrefixes = map[string]byte{
 	string(bucketLedger):       'l',
 	string(bucketLedgerExpiry): 'e',
 	string(bucketItems):        'i',
+	string(bucketItemVectors):  'v',
 	string(bucketItemExpiry):   'x',
 }
 

@@ -28,7 +28,7 @@
 //
 // # Key layout
 //
-// Five buckets hold the data (on Pebble, five key prefixes of one
+// Eight buckets hold the data (on Pebble, eight key prefixes of one
 // keyspace, a byte each). Keys are tuples of string components, each
 // escaped (0x00 -> 0x01 0x01, 0x01 -> 0x01 0x02) and followed by a 0x00
 // separator, so that byte order is tuple order and the key of a tuple prefix
@@ -42,6 +42,9 @@
 //	writes         (tenant, thread, ns, checkpoint_id, task_id, idx) -> write record
 //	ledger         (tenant, key)                                     -> ledger record
 //	ledger_expiry  expiry ++ (tenant, key)                           -> empty
+//
+// and the Store's items three more, which itemrecord.go describes: items,
+// item_vectors and item_expiry.
 //
 // idx is 8 bytes, big-endian with the sign bit flipped, so that writes of a
 // task sort by idx as numbers; a ledger record's expiry (Unix nanoseconds)
@@ -133,7 +136,7 @@ var (
 const initialMmapSize = 1 << 30
 
 // buckets are every bucket of the file, created by Open.
-var buckets = append(slices.Clone(threadBuckets), bucketLedger, bucketLedgerExpiry, bucketItems, bucketItemExpiry)
+var buckets = append(slices.Clone(threadBuckets), bucketLedger, bucketLedgerExpiry, bucketItems, bucketItemVectors, bucketItemExpiry)
 
 // Store is a saver.Store in one bbolt file. Its exported fields are knobs
 // read by Open; set them with Options.
