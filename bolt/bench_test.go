@@ -186,6 +186,7 @@ func BenchmarkSearchItems10k(b *testing.B) {
 		if err := op.Validate(saver.Index{Dims: dims}); err != nil {
 			b.Fatal(err)
 		}
+		cpu0 := cpuTime(b)
 		for b.Loop() {
 			res, err := s.Batch(ctx, "t", []saver.ItemOp{op})
 			if err != nil {
@@ -195,6 +196,7 @@ func BenchmarkSearchItems10k(b *testing.B) {
 				b.Fatalf("%d items", len(res[0].Items))
 			}
 		}
+		b.ReportMetric(float64(cpuTime(b)-cpu0)/float64(b.N), "cpu-ns/op")
 	}
 	b.Run("query", func(b *testing.B) {
 		search(b, &saver.SearchOp{Prefix: ns, Limit: 10, Query: vector()})
