@@ -23,6 +23,10 @@ func keyCount(b kvBucket) int {
 	return n
 }
 
+// PebbleMemTable is the size of a Pebble store's memtables: the most a
+// flush may still need room for.
+const PebbleMemTable = pebbleMemTable
+
 // Flush writes a Pebble store's memtable to a table.
 func (s *Store) Flush() error { return s.db.(*pebbleEngine).db.Flush() }
 
