@@ -12,6 +12,7 @@ const (
 	EINVALID      = "invalid"      // bad input: the caller must change the request
 	ENOTFOUND     = "not_found"    // the thing asked for does not exist
 	ECONFLICT     = "conflict"     // a condition on the stored state did not hold
+	EGONE         = "gone"         // the thing written to was deleted: a write must not bring it back
 	ETOOLARGE     = "too_large"    // a body, payload or count is over a limit
 	EUNAVAILABLE  = "unavailable"  // a backend is down or throttling; retry later
 	EUNAUTHORIZED = "unauthorized" // no valid credentials
@@ -105,6 +106,17 @@ func headName(id string) string {
 		return "no checkpoint"
 	}
 	return fmt.Sprintf("%q", id)
+}
+
+// CheckpointDeleted is the error of a put whose parent (what "parent"
+// says), or of put_writes for a checkpoint, that a deletion (DeleteThread,
+// DeleteForRuns, Prune with PruneDelete) removed within the tombstone
+// lifetime: storing it would bring the deleted thread back (LangGraph issue
+// 7206). Nothing is stored. A fresh run on the thread (a put without a
+// parent) is not refused.
+func CheckpointDeleted(ref CheckpointRef, what string) *Error {
+	return Errorf(EGONE, "The %s, checkpoint %q of thread %q, namespace %q, was deleted; nothing was stored. Start a fresh run on the thread (a config without checkpoint_id) to write to it again.",
+		what, ref.ID, ref.ThreadID, ref.NS)
 }
 
 // StoredMetadataTooLarge is the error for a checkpoint whose stored metadata
