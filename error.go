@@ -108,16 +108,22 @@ func headName(id string) string {
 	return fmt.Sprintf("%q", id)
 }
 
-// CheckpointDeleted is the error of a put whose parent (what "parent"
-// says), or of put_writes for a checkpoint, that a deletion (DeleteThread,
-// DeleteForRuns, Prune with PruneDelete) removed within the tombstone
-// lifetime: storing it would bring the deleted thread back (LangGraph issue
-// 7206). Nothing is stored. A fresh run on the thread (a put without a
-// parent) is not refused.
-func CheckpointDeleted(ref CheckpointRef, what string) *Error {
-	return Errorf(EGONE, "The %s, checkpoint %q of thread %q, namespace %q, was deleted; nothing was stored. Start a fresh run on the thread (a config without checkpoint_id) to write to it again.",
-		what, ref.ID, ref.ThreadID, ref.NS)
+// CheckpointDeleted is the error of a write that a deletion's tombstone
+// refuses (see tombstone.go): a put whose parent, or a put of a checkpoint,
+// or put_writes against a checkpoint, that DeleteThread, DeleteForRuns or
+// Prune removed within the tombstone lifetime. role says which ("the
+// parent of this put"). Nothing was stored.
+func CheckpointDeleted(ref CheckpointRef, role string) *Error {
+	return Errorf(EGONE, "Checkpoint %q of thread %q, namespace %q (%s) was deleted; nothing was stored. To write to the thread again, start a fresh run on it (a config without checkpoint_id).",
+		ref.ID, ref.ThreadID, ref.NS, role)
 }
+
+// Roles of CheckpointDeleted.
+const (
+	RoleParent      = "the parent of this put"
+	RoleCheckpoint  = "the checkpoint of this put"
+	RoleWritesOwner = "the checkpoint of these writes"
+)
 
 // StoredMetadataTooLarge is the error for a checkpoint whose stored metadata
 // is past a limit a put now enforces (MetadataSize.Check): it was stored

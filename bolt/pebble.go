@@ -45,6 +45,7 @@ var pebblePrefixes = map[string]byte{
 	string(bucketCheckpoints):  'c',
 	string(bucketBlobs):        'b',
 	string(bucketWrites):       'w',
+	string(bucketTombstones):   'g',
 	string(bucketLedger):       'l',
 	string(bucketLedgerExpiry): 'e',
 	string(bucketItems):        'i',
