@@ -170,6 +170,9 @@ type Store struct {
 	damage atomic.Pointer[error] // the first corruption a read met (damage.go)
 	// scanHook, when set (by tests), runs inside DeleteForRuns's scan.
 	scanHook func()
+	// buryHook, when set (by tests), runs after each transaction that
+	// deletes and tombstones checkpoints has committed.
+	buryHook func()
 }
 
 var _ saver.Store = (*Store)(nil)

@@ -75,6 +75,9 @@ func (s *Store) deleteKeys(ctx context.Context, op string, bucket, prefix, stone
 		if err != nil {
 			return err
 		}
+		if stone != nil && s.buryHook != nil {
+			s.buryHook()
+		}
 		from = next
 	}
 	return nil
@@ -215,6 +218,9 @@ func (s *Store) DeleteForRuns(ctx context.Context, tenant string, runIDs []strin
 		})
 		if err != nil {
 			return err
+		}
+		if s.buryHook != nil {
+			s.buryHook()
 		}
 	}
 	// The puts that raced the deletion, namespace by namespace.

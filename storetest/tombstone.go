@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/saver-dev/saver"
 )
@@ -362,4 +363,31 @@ func testTombstoneRaceDeleteForRuns(t *testing.T, s saver.Store) {
 	if got := IDs(MustListThread(t, s, ref.Tenant, ref.ThreadID)); len(got) != 1 || got[0] != keep.ID {
 		t.Fatalf("thread lists %v, want only the kept run's %s", got, keep.ID)
 	}
+}
+
+// expiryTombstoneTests run in RunExpiry, with the store's default
+// tombstone lifetime (saver.DefaultTombstoneLifetime).
+var expiryTombstoneTests = []expiryTest{
+	{"Expire", testTombstonesExpire},
+}
+
+// testTombstonesExpire: a tombstone refuses until the lifetime has passed;
+// then a late put is stored as a new checkpoint, and nothing the deletion
+// or the refused writes left comes back with it.
+func testTombstonesExpire(t *testing.T, s ExpiryStore, clock *Clock) {
+	ref := NewRef()
+	d := putThread(t, s, ref)
+	deleteThread(t, s, ref)
+	last := d.puts[2]
+	writesGone(t, s, last.CheckpointRef)
+	clock.Advance(saver.DefaultTombstoneLifetime - time.Second)
+	putGone(t, s, childOf(ref, "0004", last.ID))
+	putGone(t, s, stripped(last))
+	clock.Advance(time.Second)
+	MustPutCheckpoint(t, s, childOf(ref, "0004", last.ID))
+	MustPutCheckpoint(t, s, stripped(last))
+	if tup := MustGetTuple(t, s, last.CheckpointRef); len(tup.Values) != 0 || len(tup.Writes) != 0 {
+		t.Fatalf("%s came back with values %v and writes %v", last.ID, Values(tup), WriteValues(tup))
+	}
+	MustPutWrites(t, s, last.CheckpointRef, NewWrite("task", 0, "ch", "after the tombstone"))
 }
