@@ -1,7 +1,6 @@
 package bolt
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"time"
@@ -63,47 +62,90 @@ func refused(ok bool, ref saver.CheckpointRef, role string) error {
 	return saver.CheckpointDeleted(ref, role)
 }
 
+// maxStragglerPasses bounds the passes of buryStragglers: a writer that
+// puts a step in every pass's window, between its read and its tombstones,
+// keeps it going, and the deletion answers EUNAVAILABLE after so many
+// (its tombstones stay; a retry finishes it).
+const maxStragglerPasses = 64
+
 // buryStragglers deletes, with their writes, and tombstones the
-// checkpoints under prefix (a thread's, or a namespace's) whose parent has
-// a tombstone, but for the ids in spare, pass after pass until a pass finds
-// none. They are the puts that raced a deletion: each passed its check
-// before its parent was tombstoned, and landed where the deletion had
-// already been. A put after a pass finds its parent tombstoned and is
-// refused, so the passes end. DeleteForRuns passes the runs it deletes and
-// the checkpoints there were when it began (present): it keeps another
-// run's checkpoint whose parent it deletes, so only a checkpoint of one of
-// runs, or one that came during the deletion, is a straggler.
+// checkpoints under prefix (a thread's, or a namespace's) that descend from
+// a tombstoned checkpoint, pass after pass until a pass finds none. They
+// are the puts that raced a deletion: each passed its check before its
+// parent was tombstoned, and landed where the deletion had already been.
+// Each pass reads the checkpoints, takes those whose parent has a
+// tombstone and, in memory, their descendants, and deletes them; a put
+// after a pass finds its parent tombstoned and is refused, so the passes
+// end. DeleteForRuns passes the runs it deletes and the checkpoints there
+// were when it began (present): it keeps another run's checkpoint whose
+// parent it deletes, so only a checkpoint of one of runs, or one that came
+// during the deletion, is a straggler.
 func (s *Store) buryStragglers(ctx context.Context, op string, prefix []byte, runs, present map[string]bool) error {
-	for {
-		found := 0
-		err := s.buryWhere(ctx, op, prefix, func(tx kvTx, rest, v []byte) (bool, error) {
-			var node saver.Node
-			if _, err := decodeNode(&node, v); err != nil || node.ParentID == "" {
-				return false, err
-			}
-			// rest starts at the namespace, or at the id when prefix ends
-			// with one.
-			k := bytes.Clone(prefix)
-			k = append(k, rest...)
-			parts, err := parseKey(k, 4)
-			if err != nil {
-				return false, err
-			}
-			if present[parts[3]] {
-				run, _, err := recordRunID(v)
-				if err != nil || !runs[run] {
-					return false, err
-				}
-			}
-			parent := key(parts[0], parts[1], parts[2], node.ParentID)
-			ok, err := buried(tx, parent, s.Now())
-			if ok {
-				found++
-			}
-			return ok, err
+	for pass := 0; ; pass++ {
+		if pass == maxStragglerPasses {
+			return saver.Errorf(saver.EUNAVAILABLE, "The deletion raced puts continuing what it deletes for %d passes; its tombstones hold, retry it.", pass)
+		}
+		var doomed map[string]bool
+		err := s.view(ctx, op, func(tx kvTx) error {
+			var err error
+			doomed, err = stragglers(ctx, tx, prefix, runs, present, s.Now())
+			return err
 		})
-		if err != nil || found == 0 {
+		if err != nil || len(doomed) == 0 {
+			return err
+		}
+		err = s.buryWhere(ctx, op, prefix, func(_ kvTx, rest, _ []byte) (bool, error) {
+			return doomed[string(prefix)+string(rest)], nil
+		})
+		if err != nil {
 			return err
 		}
 	}
+}
+
+// stragglers returns the keys of the checkpoints under prefix that have a
+// tombstoned ancestor through checkpoints that are stored, but for those
+// present and of no run in runs (see buryStragglers).
+func stragglers(ctx context.Context, tx kvTx, prefix []byte, runs, present map[string]bool, now time.Time) (map[string]bool, error) {
+	parents := map[string]string{} // key -> its parent's key
+	err := scanPrefix(ctx, tx.Bucket(bucketCheckpoints), prefix, func(k, v []byte) error {
+		var node saver.Node
+		if _, err := decodeNode(&node, v); err != nil || node.ParentID == "" {
+			return err
+		}
+		parts, err := parseKey(k, 4)
+		if err != nil {
+			return err
+		}
+		if present[parts[3]] {
+			run, _, err := recordRunID(v)
+			if err != nil || !runs[run] {
+				return err
+			}
+		}
+		parents[string(k)] = string(key(parts[0], parts[1], parts[2], node.ParentID))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	doomed := map[string]bool{}
+	for changed := true; changed; {
+		changed = false
+		for k, parent := range parents {
+			if doomed[k] {
+				continue
+			}
+			ok := doomed[parent]
+			if !ok {
+				if ok, err = buried(tx, []byte(parent), now); err != nil {
+					return nil, err
+				}
+			}
+			if ok {
+				doomed[k], changed = true, true
+			}
+		}
+	}
+	return doomed, nil
 }
