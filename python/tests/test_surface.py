@@ -94,6 +94,7 @@ MODULE_PATHS = {
     "saver_client.errors": [
         "BadResponseError",
         "ConflictError",
+        "GoneError",
         "IdempotencyError",
         "IdempotencyInProgress",
         "IdempotentCallFailed",
