@@ -154,7 +154,7 @@ func (p *putPlan) ops(exts []awsx.WriteOp) []awsx.WriteOp {
 	}
 	add(p.cp, opRole{kind: roleCheckpoint})
 	// A namespace item that checks nothing only records entries: when that
-	// would take a request more (a put of 99 new blobs), the entries are
+	// would take a request more (a put of 97 new blobs with a parent), the entries are
 	// left out, and the first put that references those blobs reads them.
 	// (Counted with the tombstone checks the request will have.)
 	withNS, _ := p.checked(ops, p.roles)
