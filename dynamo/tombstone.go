@@ -85,6 +85,9 @@ const maxStragglerPasses = 64
 // run's checkpoint whose parent it deletes, so only a checkpoint of one of
 // runs, or one that came during the deletion, is a straggler.
 func (s *Store) buryStragglers(ctx context.Context, pk string, buried, runs, present map[string]bool) error {
+	if len(buried) == 0 {
+		return nil // no checkpoint deleted: nothing can descend from one
+	}
 	for pass := 0; ; pass++ {
 		if pass == maxStragglerPasses {
 			return saver.Errorf(saver.EUNAVAILABLE, "The deletion raced puts continuing what it deletes for %d passes; its tombstones hold, retry it.", pass)
