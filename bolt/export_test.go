@@ -13,6 +13,10 @@ import (
 // it looks for the runs' checkpoints, once it has read the first.
 func (s *Store) SetScanHook(hook func()) { s.scanHook = hook }
 
+// SetBuryHook makes DeleteThread and DeleteForRuns call hook after each
+// transaction that deletes and tombstones checkpoints.
+func (s *Store) SetBuryHook(hook func()) { s.buryHook = hook }
+
 // keyCount counts the keys of a bucket.
 func keyCount(b kvBucket) int {
 	n := 0

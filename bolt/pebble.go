@@ -45,6 +45,7 @@ var pebblePrefixes = map[string]byte{
 	string(bucketCheckpoints):  'c',
 	string(bucketBlobs):        'b',
 	string(bucketWrites):       'w',
+	string(bucketTombstones):   'g',
 	string(bucketLedger):       'l',
 	string(bucketLedgerExpiry): 'e',
 	string(bucketItems):        'i',
@@ -133,7 +134,7 @@ func (e *pebbleEngine) Update(fn func(kvTx) error) error {
 // that earlier ones have not used yet, cannot take the reserve between
 // them.
 //
-// A commit of deletions only (deletion: no puts) may go into the reserve,
+// A commit of deletions only (deletion: no puts but tombstones) may go into the reserve,
 // down to a quarter of it: deleting is how space is freed, and its
 // tombstones are small, but a disk with nothing free refuses them too, as
 // their log write would fail.
@@ -246,7 +247,11 @@ func (b *pebbleBucket) Put(k, v []byte) error {
 	if b.t.w == nil {
 		return errors.New("put in a read transaction")
 	}
-	b.t.puts = true
+	// A tombstone is part of the deletion that lays it (tombstone.go): a
+	// deletion freeing space on a full disk may lay its tombstones too.
+	if b.prefix != pebblePrefixes[string(bucketTombstones)] {
+		b.t.puts = true
+	}
 	return b.t.w.Set(b.key(k), v, nil)
 }
 

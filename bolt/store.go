@@ -142,7 +142,7 @@ var (
 const initialMmapSize = 1 << 30
 
 // buckets are every bucket of the file, created by Open.
-var buckets = append(slices.Clone(threadBuckets), bucketLedger, bucketLedgerExpiry, bucketItems, bucketItemVectors, bucketItemExpiry, bucketMeta)
+var buckets = append(slices.Clone(threadBuckets), bucketTombstones, bucketLedger, bucketLedgerExpiry, bucketItems, bucketItemVectors, bucketItemExpiry, bucketMeta)
 
 // Store is a saver.Store in one bbolt file. Its exported fields are knobs
 // read by Open; set them with Options.
@@ -167,6 +167,10 @@ type Store struct {
 	// refused (EUNAVAILABLE, the disk full) rather than take it (see
 	// pebbleEngine.roomFor). Default: DefaultReserveBytes.
 	ReserveBytes uint64
+	// TombstoneLifetime is how long a deletion's tombstones refuse late
+	// writes to what it deleted (see saver's tombstone.go). Default:
+	// saver.DefaultTombstoneLifetime.
+	TombstoneLifetime time.Duration
 
 	path   string
 	db     engine
@@ -177,6 +181,9 @@ type Store struct {
 	backingUp atomic.Bool
 	// scanHook, when set (by tests), runs inside DeleteForRuns's scan.
 	scanHook func()
+	// buryHook, when set (by tests), runs after each transaction that
+	// deletes and tombstones checkpoints has committed.
+	buryHook func()
 }
 
 var _ saver.Store = (*Store)(nil)
@@ -195,6 +202,9 @@ func WithNow(now func() time.Time) Option { return func(s *Store) { s.Now = now 
 
 // WithEngine sets Store.Engine.
 func WithEngine(name string) Option { return func(s *Store) { s.Engine = name } }
+
+// WithTombstoneLifetime sets Store.TombstoneLifetime.
+func WithTombstoneLifetime(d time.Duration) Option { return func(s *Store) { s.TombstoneLifetime = d } }
 
 // WithReserve sets Store.ReserveBytes.
 func WithReserve(n uint64) Option { return func(s *Store) { s.ReserveBytes = n } }
@@ -233,6 +243,9 @@ func Open(path string, opts ...Option) (*Store, error) {
 	}
 	if s.Engine == "" {
 		s.Engine = EnginePebble
+	}
+	if s.TombstoneLifetime == 0 {
+		s.TombstoneLifetime = saver.DefaultTombstoneLifetime
 	}
 	if s.ReserveBytes == 0 {
 		s.ReserveBytes = DefaultReserveBytes

@@ -141,38 +141,48 @@
 // Counted with Counter and pinned by the integration tests
 // (TestRequestCounts, TestClaimRace, TestListNodesLongThread):
 //
-//	put_checkpoint  1 TransactWriteItems: the checkpoint, up to 98 new
-//	                blobs (4 MB) and the namespace's lifetimes item; 1
-//	                PutItem when it brings and references no blob. 2 when
+//	put_checkpoint  1 TransactWriteItems: the checkpoint, the tombstone
+//	                checks of its parent and its id (tombstone.go), up to
+//	                96 new blobs (4 MB) and the namespace's lifetimes item;
+//	                with no blob brought or referenced, the checkpoint and
+//	                the checks alone (a PutItem before the checks). 2 when
 //	                a referenced blob must be extended (with an expiry:
 //	                about once per lifetime per unchanged channel; or once
 //	                when a thread's scope turns to forever); + 1
 //	                BatchGetItem when no lifetimes entry vouches for a
 //	                referenced blob (a fork). 1 more per 100 items beyond
-//	                the first; a put of 99 new blobs leaves their entries
-//	                out rather than take a second request. A value stored as
+//	                the first; a put of 97 new blobs with a parent (98
+//	                without) leaves their entries out rather than take a
+//	                second request. A value stored as
 //	                a patch (patched.go) changes none of this; + 1
 //	                TransactWriteItems, with the whole value, when its base
 //	                is no longer the channel's version (another process put
-//	                the channel since)
+//	                the channel since). Write units of a 2 KB checkpoint
+//	                (TestMeasureWriteCosts): no blob 3 before the checks,
+//	                8 with the check of its id, 10 with its parent's too;
+//	                with a new 1 KB blob, 12 before, 16 with both checks
 //	conditional     1 Query (the head, projected) + the put's requests,
 //	put_checkpoint  with the lifetimes item always in the transaction: 1
 //	                TransactWriteItems where the put would be 1 PutItem
-//	                (no blob), 1 TransactWriteItems + 1 PutItem for 99 new
-//	                blobs; so 2 requests in the common case. A moved head:
+//	                (no blob), 2 TransactWriteItems for 99 new blobs; so 2
+//	                requests in the common case. A moved head:
 //	                the Query alone. A writer that lost a race: Query,
 //	                cancelled TransactWriteItems, Query (3). A stale token:
 //	                + 1 Query + 1 TransactWriteItems, once. Write units: the
 //	                lifetimes item's update (2 for one under 1 KB), also
 //	                when the put brings and references no blob
-//	put_writes      1 PutItem of a bundle of the ordinary writes, whatever
-//	                their number (+ 1 S3 PutObject when over the offload
-//	                threshold); with writes to special channels (negative
-//	                idx), 1 TransactWriteItems of the bundle and those, up
-//	                to 99 (4 MB); so a put_writes is stored whole or not at
-//	                all (bundle.go). A replayed task: 1 more per bundle the
-//	                task stored before with writes this one also has (1 for
-//	                a replay of the same writes)
+//	put_writes      1 TransactWriteItems of the tombstone check of the
+//	                checkpoint (tombstone.go) and a bundle of the ordinary
+//	                writes, whatever their number (+ 1 S3 PutObject when
+//	                over the offload threshold), with the writes to special
+//	                channels (negative idx), up to 98 (4 MB); so a
+//	                put_writes is stored whole or not at all (bundle.go).
+//	                Before the check a bundle alone was 1 PutItem: 1 write
+//	                unit for a small write, 4 with the check; 4 before and
+//	                6 with it for a write and an error (TestMeasureWriteCosts).
+//	                A replayed task: 1 more per bundle the task stored
+//	                before with writes this one also has (1 for a replay of
+//	                the same writes)
 //	get_tuple       1 Query (the checkpoint with its writes, latest or by id;
 //	                a latest checkpoint with over 7 items of writes: 2, see
 //	                Store.FirstPage) + 1 BatchGetItem per 100 channel values
@@ -197,7 +207,11 @@
 //	                writes, projected on keys and node fields: no payload
 //	                leaves DynamoDB, though it counts items whole against
 //	                the page and the read units
-//	delete_thread   1 Query per 1 MB page + 1 BatchWriteItem per 25 items
+//	delete_thread   1 Query per 1 MB page + 1 BatchWriteItem per 25
+//	                checkpoints (their tombstones, first) + 1 per 25 items;
+//	                then 1 Query per 1 MB page of what raced the deletion
+//	                (tombstone.go), and per pass that finds some, its
+//	                tombstones and deletions and 1 Query more
 //	prune           keep_latest: the thread read whole (1 Query per 1 MB
 //	                page), then BatchWriteItems of what goes: all but the
 //	                latest checkpoint of each namespace and its saver.Chain
@@ -206,7 +220,8 @@
 //	delete_for_runs a Scan of the tenant's checkpoints (run_id filtered),
 //	                the thread read whole per thread concerned (to refuse
 //	                severing a chain), then per checkpoint 1 Query + 1
-//	                BatchWriteItem per 25 items
+//	                BatchWriteItem of its tombstone + 1 per 25 items; then
+//	                per thread what raced it, as delete_thread
 //	claim           1 UpdateItem, granted or not (a failed condition returns
 //	                the record); + 1 PutItem when the key's record expired
 //	                and DynamoDB has not deleted it yet

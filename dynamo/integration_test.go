@@ -90,7 +90,7 @@ func TestRequestCounts(t *testing.T) {
 	// cold is another replica: it remembers none of s's values, so its
 	// reads take them from the table.
 	cold := dynamo.NewStore(st.DB, s.Table())
-	ref := storetest.NewRef()
+	ref, other := storetest.NewRef(), storetest.NewRef()
 
 	// A thread with history: the latest checkpoint must not cost more than
 	// the first.
@@ -106,8 +106,18 @@ func TestRequestCounts(t *testing.T) {
 		want requests
 		fn   func(t *testing.T)
 	}{
-		{"PutCheckpointNoBlobs", requests{"PutItem": 1}, func(t *testing.T) {
+		// With the check that its id has no tombstone (tombstone.go): one
+		// TransactWriteItems where the checkpoint alone was one PutItem.
+		{"PutCheckpointNoBlobs", requests{"TransactWriteItems": 1}, func(t *testing.T) {
 			storetest.MustPutCheckpoint(t, s, storetest.NewCheckpoint(ref, "0005"))
+		}},
+		// A parent adds its check to the same request. (In another thread,
+		// as the 98 blobs below, so that ref's stays as the pins below
+		// count it.)
+		{"PutCheckpointNoBlobsWithParent", requests{"TransactWriteItems": 1}, func(t *testing.T) {
+			in := storetest.NewCheckpoint(other, "0002")
+			in.ParentID = "0001"
+			storetest.MustPutCheckpoint(t, s, in)
 		}},
 		{"PutCheckpoint5Blobs", requests{"TransactWriteItems": 1}, func(t *testing.T) {
 			in := storetest.NewCheckpoint(ref, "0006")
@@ -116,7 +126,16 @@ func TestRequestCounts(t *testing.T) {
 			}
 			storetest.MustPutCheckpoint(t, s, in)
 		}},
-		{"PutCheckpoint99Blobs", requests{"TransactWriteItems": 1}, func(t *testing.T) {
+		// 98 new blobs, the check and the checkpoint fill one transaction
+		// (99 before the check; 97 for a put with a parent).
+		{"PutCheckpoint98Blobs", requests{"TransactWriteItems": 1}, func(t *testing.T) {
+			in := storetest.NewCheckpoint(other, "0003")
+			for i := range 98 {
+				storetest.SetChannel(&in, fmt.Sprint("ch", i), "3", "v")
+			}
+			storetest.MustPutCheckpoint(t, s, in)
+		}},
+		{"PutCheckpoint99Blobs", requests{"TransactWriteItems": 2}, func(t *testing.T) {
 			in := storetest.NewCheckpoint(ref, "0007")
 			for i := range 99 {
 				storetest.SetChannel(&in, fmt.Sprint("ch", i), "7", "v")
@@ -130,8 +149,10 @@ func TestRequestCounts(t *testing.T) {
 			}
 			storetest.MustPutCheckpoint(t, s, in)
 		}},
-		// An insert-if-absent-or-expired: a conditional PutItem.
-		{"PutOneWrite", requests{"PutItem": 1}, func(t *testing.T) {
+		// An insert-if-absent-or-expired with the check that the
+		// checkpoint has no tombstone: one TransactWriteItems (a PutItem
+		// before the check).
+		{"PutOneWrite", requests{"TransactWriteItems": 1}, func(t *testing.T) {
 			storetest.MustPutWrites(t, s, storetest.At(ref, "0008"), storetest.NewWrite("t", 0, "ch", "w"))
 		}},
 		{"Put25Writes", requests{"TransactWriteItems": 1}, func(t *testing.T) {
@@ -143,7 +164,7 @@ func TestRequestCounts(t *testing.T) {
 			storetest.MustPutWrites(t, s, storetest.At(ref, "0007"), ws...)
 		}},
 		// Ordinary writes go in one bundle item, whatever their number.
-		{"Put100Writes", requests{"PutItem": 1}, func(t *testing.T) {
+		{"Put100Writes", requests{"TransactWriteItems": 1}, func(t *testing.T) {
 			var ws []saver.Write
 			for i := range 100 {
 				ws = append(ws, storetest.NewWrite("u", int64(i), "ch", "w"))
@@ -152,7 +173,7 @@ func TestRequestCounts(t *testing.T) {
 		}},
 		// Past one transaction too: one bundle item, alone or with the
 		// special writes in one transaction.
-		{"Put150Writes", requests{"PutItem": 1}, func(t *testing.T) {
+		{"Put150Writes", requests{"TransactWriteItems": 1}, func(t *testing.T) {
 			var ws []saver.Write
 			for i := range 150 {
 				ws = append(ws, storetest.NewWrite("v", int64(i), "ch", "w"))
@@ -216,9 +237,11 @@ func TestRequestCounts(t *testing.T) {
 				t.Fatal(err)
 			}
 		}},
-		{"DeleteThread", requests{"Query": 1, "BatchWriteItem": 12}, func(t *testing.T) {
-			// 9 checkpoints, 10 bundles and 2 error writes, 5+5+99+150
-			// blobs: 280 items, 25 a request.
+		// 9 checkpoints, 10 bundles and 2 error writes, 5+5+99+150
+		// blobs: 280 items, 25 a request; first 1 request of the 9
+		// checkpoints' tombstones, and last 1 Query of what raced the
+		// deletion (tombstone.go).
+		{"DeleteThread", requests{"Query": 2, "BatchWriteItem": 13}, func(t *testing.T) {
 			if err := s.DeleteThread(t.Context(), ref.Tenant, ref.ThreadID); err != nil {
 				t.Fatal(err)
 			}
@@ -385,14 +408,14 @@ func expiryCounts(s *dynamo.Store) []countTest {
 			put(t, "0002.1", "0002", 0, map[string]string{"a": "0001", "b": "0002"}, "e")
 			mustBlobExpiry(t, s, ref, "b", "0002", 0)
 		}},
-		{name: "PutWriteReplayed", want: requests{"PutItem": 1}, fn: func(t *testing.T) {
+		{name: "PutWriteReplayed", want: requests{"TransactWriteItems": 1}, fn: func(t *testing.T) {
 			storetest.MustPutWrites(t, e, storetest.At(ref, "0007"), w)
 		}, setup: func(t *testing.T) {
 			storetest.MustPutWrites(t, e, storetest.At(ref, "0007"), w)
 		}},
 		// The first bundle's key is taken, by the replayed write's: the
 		// write it lacks goes in the next bundle.
-		{name: "PutWritesOneReplayed", want: requests{"PutItem": 2}, fn: func(t *testing.T) {
+		{name: "PutWritesOneReplayed", want: requests{"TransactWriteItems": 2}, fn: func(t *testing.T) {
 			storetest.MustPutWrites(t, e, storetest.At(ref, "0007"), w, storetest.NewWrite("t", 1, "ch", "w1"))
 		}},
 		// 0004's blobs never expire by now; its write is extended with it.

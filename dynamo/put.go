@@ -13,11 +13,13 @@ import (
 // nsitem.go, lifetimes.go), and the checkpoint item (upsert) in one
 // TransactWriteItems when they fit (100 items, 4 MB), so a checkpoint is
 // never visible without its blobs. Larger puts send the blobs first and the
-// checkpoint in the last transaction. A put that brings and references no
-// blob is one PutItem. Offloaded payloads are stored before any item that
-// points at them. A put with ExpectHead reads the head first and updates
-// the namespace item in every case, conditioned on its head token (see
-// head.go).
+// checkpoint in the last transaction. Offloaded payloads are stored
+// before any item that points at them. A put with ExpectHead reads the
+// head first and updates the namespace item in every case, conditioned on
+// its head token (see head.go). The request of the checkpoint item checks
+// that neither its parent nor its own id has a tombstone (tombstone.go), so
+// a put that brings and references no blob, which would be one PutItem, is
+// one TransactWriteItems of the checks and the checkpoint.
 func (s *Store) PutCheckpoint(ctx context.Context, in saver.PutCheckpoint) error {
 	p, err := s.planPut(ctx, &in)
 	if err == nil {
@@ -40,6 +42,10 @@ type putPlan struct {
 	refs    *lifetimesPart
 	ns      nsItem
 	cp      awsx.WriteOp
+	// checks are the tombstone checks (tombstone.go) of the put's parent
+	// and its own id; refused the error each gives when it fails.
+	checks  []awsx.WriteOp
+	refused []error
 	roles   []opRole // of the ops of the last request
 }
 
@@ -65,6 +71,7 @@ const (
 	roleRef
 	roleBlob
 	roleCheckpoint
+	roleCheck
 )
 
 // planPut builds the first request of a put: its new blobs, its checkpoint
@@ -96,6 +103,14 @@ func (s *Store) planPut(ctx context.Context, in *saver.PutCheckpoint) (*putPlan,
 	}
 	cp[attrBrought] = broughtAttr(in)
 	p.cp = awsx.WriteOp{Item: cp}
+	if in.ParentID != "" {
+		parent := in.CheckpointRef
+		parent.ID = in.ParentID
+		p.checks = append(p.checks, notBuried(parent, now))
+		p.refused = append(p.refused, saver.CheckpointDeleted(parent, saver.RoleParent))
+	}
+	p.checks = append(p.checks, notBuried(in.CheckpointRef, now))
+	p.refused = append(p.refused, saver.CheckpointDeleted(in.CheckpointRef, saver.RoleCheckpoint))
 	// The parts of the namespace item, in the order of their conditions.
 	parts := []nsPart{p.refs}
 	if known != nil {
@@ -140,15 +155,42 @@ func (p *putPlan) ops(exts []awsx.WriteOp) []awsx.WriteOp {
 	}
 	add(p.cp, opRole{kind: roleCheckpoint})
 	// A namespace item that checks nothing only records entries: when that
-	// would take a request more (a put of 99 new blobs), the entries are
+	// would take a request more (a put of 97 new blobs with a parent), the entries are
 	// left out, and the first put that references those blobs reads them.
-	if !checks && len(awsx.Chunks(ops)) > len(awsx.Chunks(ops[1:])) {
+	// (Counted with the tombstone checks the request will have.)
+	withNS, _ := p.checked(ops, p.roles)
+	withoutNS, _ := p.checked(ops[1:], p.roles[1:])
+	if !checks && len(awsx.Chunks(withNS)) > len(awsx.Chunks(withoutNS)) {
 		ops, p.roles = ops[1:], p.roles[1:]
 	}
 	if len(ops) == 2 && !checks && len(p.blobs) == 0 && p.refs.len() == 0 {
 		ops, p.roles = ops[1:], p.roles[1:] // nothing brought or referenced
 	}
+	ops, p.roles = p.checked(ops, p.roles)
 	return ops
+}
+
+// checked returns ops, whose roles are roles, with the tombstone checks,
+// and the roles of the ops it returns: the checks go just before the
+// checkpoint, the last op, so that they are in its request (awsx.Chunks),
+// and first as well when the put takes several requests, so that a put
+// refused sends no blob either (unless the tombstone comes between its
+// requests).
+func (p *putPlan) checked(ops []awsx.WriteOp, roles []opRole) ([]awsx.WriteOp, []opRole) {
+	n := len(ops) + len(p.checks)
+	outOps, outRoles := make([]awsx.WriteOp, 0, n+len(p.checks)), make([]opRole, 0, n+len(p.checks))
+	addChecks := func() {
+		for i, c := range p.checks {
+			outOps, outRoles = append(outOps, c), append(outRoles, opRole{roleCheck, i})
+		}
+	}
+	if len(awsx.Chunks(ops)) > 1 {
+		addChecks()
+	}
+	last := len(ops) - 1
+	outOps, outRoles = append(outOps, ops[:last]...), append(outRoles, roles[:last]...)
+	addChecks()
+	return append(outOps, ops[last]), append(outRoles, roles[last])
 }
 
 // revise learns from the items the last request failed on: the namespace
@@ -166,6 +208,8 @@ func (p *putPlan) revise(ctx context.Context, failed map[int]item) error {
 			if err := p.refs.failed(ctx, r.i, old); err != nil {
 				return err
 			}
+		case roleCheck:
+			return p.refused[r.i]
 		case roleBlob:
 			// Stored and live: insert-if-absent leaves its value, and the
 			// put handles it as a blob it references.

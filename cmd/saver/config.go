@@ -63,6 +63,7 @@ type Config struct {
 	Init                                                      bool          // create the table and bucket at start if missing
 	SweepEvery                                                time.Duration // background orphan sweep period; 0 disables
 	SweepGrace                                                time.Duration // age an orphan must reach before a sweep removes it
+	TombstoneLifetime                                         time.Duration // how long a deletion refuses late writes to what it deleted
 	Metrics                                                   bool          // serve Prometheus metrics at /metrics
 
 	// Bytes all answers carrying stored values hold at once, and the
@@ -103,6 +104,8 @@ func DefaultConfig() Config {
 		ChainCache:   dynamo.DefaultChainCacheBytes,
 		SweepGrace:   time.Hour,
 		Metrics:      true,
+
+		TombstoneLifetime: saver.DefaultTombstoneLifetime,
 
 		MaxResponsesBytes: api.DefaultMaxResponsesBytes,
 		HistoryPageBytes:  api.DefaultHistoryPageBytes,
@@ -352,6 +355,15 @@ func settings() []envVar {
 	add("SAVER_SWEEP_EVERY", "sweep-every", "sweep in the background this often (S3 orphans on dynamodb, expired items on bolt); 0s: never (use saver gc)", s, g)
 	s, g = dur(func(c *Config) *time.Duration { return &c.SweepGrace })
 	add("SAVER_SWEEP_GRACE", "sweep-grace", "age an unreferenced S3 object must reach before the sweeper removes it", s, g)
+	add("SAVER_TOMBSTONE_TTL", "tombstone-ttl", "how long a deletion (delete_thread, delete_for_runs, prune delete) refuses, with 410 gone, a late put whose parent or id, or put_writes whose checkpoint, it deleted; then such a write is stored as new. Longer than a run may go on after its thread is deleted",
+		func(c *Config, v string) error {
+			d, err := time.ParseDuration(v)
+			if err != nil || d < time.Second {
+				return fmt.Errorf("not a duration of a second or more (e.g. 168h): %q", v)
+			}
+			c.TombstoneLifetime = d
+			return nil
+		}, func(c *Config) string { return c.TombstoneLifetime.String() })
 	add("SAVER_METRICS", "metrics", "serve Prometheus metrics at /metrics (no key needed; no ids in labels)",
 		func(c *Config, v string) error {
 			b, err := strconv.ParseBool(v)

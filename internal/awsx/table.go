@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -62,7 +63,9 @@ func NewTable(db DB, name string) *Table { return &Table{DB: db, Name: name, Pau
 
 // WriteOp is one action of a write request: a put (upsert) of Item; with
 // Set, an update of the item at Item (which then holds only the key) by
-// that expression; with Delete, the deletion of the item at Item (its key).
+// that expression; with Delete, the deletion of the item at Item (its key);
+// with Check, no write at all: a ConditionCheck of Cond on the item at Item
+// (its key), which goes in the request of the op after it (see Chunks).
 //
 // Cond, when set, must hold on the stored item for the action to apply.
 // When it does not, the request the op went in fails as a whole and
@@ -71,6 +74,7 @@ type WriteOp struct {
 	Item   Item
 	Set    *Expr
 	Delete bool
+	Check  bool
 	Cond   *Expr
 }
 
@@ -128,8 +132,11 @@ func (t *Table) transactChunk(ctx context.Context, ops []WriteOp) error {
 	return DynamoError(err)
 }
 
-// writeOne sends one op as a PutItem or UpdateItem.
+// writeOne sends one op as a PutItem, UpdateItem or DeleteItem.
 func (t *Table) writeOne(ctx context.Context, op WriteOp) error {
+	if op.Check {
+		return fmt.Errorf("dynamo: a condition check without a write")
+	}
 	var (
 		cond   *string
 		failed = types.ReturnValuesOnConditionCheckFailureNone
@@ -174,6 +181,12 @@ func (t *Table) writeOne(ctx context.Context, op WriteOp) error {
 
 // transactItem returns op as an action of a transaction.
 func (t *Table) transactItem(op WriteOp) types.TransactWriteItem {
+	if op.Check {
+		c := &types.ConditionCheck{TableName: &t.Name, Key: op.Item, ConditionExpression: &op.Cond.Text,
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}
+		c.ExpressionAttributeNames, c.ExpressionAttributeValues = Merge(op.Cond)
+		return types.TransactWriteItem{ConditionCheck: c}
+	}
 	if op.Delete {
 		d := &types.Delete{TableName: &t.Name, Key: op.Item}
 		if op.Cond != nil {
@@ -242,8 +255,19 @@ func Chunks(ops []WriteOp) [][]WriteOp {
 	for _, op := range ops {
 		n := ItemSize(op.Item)
 		if len(cur) > 0 && (len(cur) == MaxTransactItems || size+n > MaxTransactBytes) {
-			chunks = append(chunks, cur)
-			cur, size = nil, 0
+			checks := 0
+			for checks < len(cur) && cur[len(cur)-1-checks].Check {
+				checks++
+			}
+			if checks == len(cur) {
+				checks = 0 // nothing to keep them from
+			}
+			carried := slices.Clone(cur[len(cur)-checks:])
+			chunks = append(chunks, cur[:len(cur)-checks])
+			cur, size = carried, 0
+			for _, c := range carried {
+				size += ItemSize(c.Item)
+			}
 		}
 		cur = append(cur, op)
 		size += n

@@ -10,6 +10,7 @@ export { API_KEY_ENV, HTTPSaver, type HTTPSaverOptions, metadataToWire, type Pru
 export {
   BadResponseError,
   ConflictError,
+  GoneError,
   IdempotencyError,
   IdempotencyInProgress,
   IdempotentCallFailed,

@@ -23,6 +23,7 @@ import { inject } from "vitest";
 import {
   ConflictError,
   deriveKey,
+  GoneError,
   HTTPSaver,
   IdempotencyInProgress,
   IdempotentCallFailed,
@@ -75,6 +76,22 @@ describe("maintenance", () => {
     const left = await all(saver, { configurable: { thread_id: thread } });
     expect(left.map((t) => t.metadata?.step)).toEqual([1, 0]);
     await saver.deleteForRuns([]); // nothing to do, no request
+  });
+
+  it("refuses a late put or putWrites with a config from before deleteThread, and takes a fresh run", async () => {
+    // LangGraph issue 7206: a run still going when its thread is deleted
+    // must not bring the thread back.
+    const thread = tid("gone");
+    const { config: old } = await chain(thread, 2);
+    await saver.deleteThread(thread);
+    const put = await saver.put(old, { ...emptyCheckpoint(), id: uuid6(5) }, meta(2), {}).catch((e: unknown) => e);
+    expect(put).toBeInstanceOf(GoneError);
+    expect(put).toMatchObject({ code: "gone", status: 410 });
+    await expect(saver.putWrites(old, [["x", 1]], "late-task")).rejects.toBeInstanceOf(GoneError);
+    expect(await all(saver, { configurable: { thread_id: thread } })).toEqual([]);
+    const fresh = await saver.put({ configurable: { thread_id: thread, checkpoint_ns: "" } }, { ...emptyCheckpoint(), id: uuid6(6) }, meta(-1), {});
+    await saver.put(fresh, { ...emptyCheckpoint(), id: uuid6(7) }, meta(0), {});
+    expect((await all(saver, { configurable: { thread_id: thread } })).length).toBe(2);
   });
 
   it("prunes to the latest checkpoint, or deletes", async () => {

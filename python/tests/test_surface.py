@@ -96,6 +96,7 @@ MODULE_PATHS = {
     "saver_client.errors": [
         "BadResponseError",
         "ConflictError",
+        "GoneError",
         "IdempotencyError",
         "IdempotencyInProgress",
         "IdempotentCallFailed",
