@@ -49,7 +49,10 @@ func Run(t *testing.T, size int64, fn func(t *testing.T, dir string)) {
 	}
 	args := []string{"-test.run=" + strings.Join(parts, "/"), "-test.v", "-test.count=1"}
 	if d, ok := t.Deadline(); ok {
-		args = append(args, "-test.timeout="+time.Until(d).Round(time.Second).String())
+		// The child's deadline comes first, so that a child that hangs
+		// prints its goroutines into out before the parent's alarm ends
+		// both without them.
+		args = append(args, "-test.timeout="+(time.Until(d)*9/10).Round(time.Second).String())
 	}
 	cmd := exec.CommandContext(t.Context(), os.Args[0], args...)
 	cmd.Env = append(os.Environ(), childEnv+"="+t.Name())
