@@ -69,11 +69,7 @@ func show(t saver.Typed, lim Limits) Shown {
 	for _, m := range Messages(v) {
 		sm := ShownMessage{Role: m.Role, ID: m.ID, Text: clip(m.Text, lim.Bytes)}
 		for _, c := range m.ToolCalls {
-			w := writer{max: lim.Bytes}
-			w.write(c.Name + "(")
-			w.value(c.Args)
-			w.write(")")
-			sm.ToolCalls = append(sm.ToolCalls, w.String())
+			sm.ToolCalls = append(sm.ToolCalls, RenderCall(c, lim.Bytes))
 		}
 		s.Messages = append(s.Messages, sm)
 	}
