@@ -171,6 +171,15 @@ bench-tools: build $(BENCH_VENV)/.installed
 .PHONY: bench
 bench: bench-tools
 	$(BENCH_PY) bench/run.py
+	$(BENCH_PY) bench/memory.py
+
+# The resumed agent's memory in tokens (bench/memory.py): the flat history,
+# live_messages and resume_context of four agent workflows, on a service of
+# its own on the embedded store. About 20 seconds; offline (the tokenizer's
+# data is in its wheel). Part of `make bench`.
+.PHONY: bench-memory
+bench-memory: build $(BENCH_VENV)/.installed
+	$(BENCH_PY) bench/memory.py
 
 .PHONY: bench-quick
 bench-quick: bench-tools

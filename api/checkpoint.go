@@ -15,6 +15,7 @@ import (
 func (s *Server) registerCheckpointRoutes(g *echo.Group) {
 	g.POST("/threads/:thread_id/checkpoints", s.handleCheckpointPut)
 	g.GET("/threads/:thread_id/checkpoint", s.handleCheckpointGet, s.budgetAnswer)
+	g.GET("/threads/:thread_id/checkpoint/values", s.handleCheckpointValues, s.budgetAnswer)
 	g.POST("/threads/:thread_id/writes", s.handleWritesPut)
 	g.POST("/threads/:thread_id/delta-history", s.handleDeltaHistory, s.budgetAnswer)
 	g.POST("/checkpoints/search", s.handleCheckpointSearch, s.budgetAnswer)

@@ -78,11 +78,23 @@ type Wrote struct {
 	Messages []Message `json:"messages,omitempty" msgpack:"messages,omitempty"`
 }
 
-// Message is a message's role, id and text (cut at ValueBytes).
+// Message is a message's role, id and text (cut at ValueBytes), and an AI
+// message's tool calls as name(args), each cut at ValueBytes: what the
+// agent asked for is part of what it did.
 type Message struct {
-	Role string `json:"role" msgpack:"role"`
-	ID   string `json:"id,omitempty" msgpack:"id,omitempty"`
-	Text string `json:"text" msgpack:"text"`
+	Role      string   `json:"role" msgpack:"role"`
+	ID        string   `json:"id,omitempty" msgpack:"id,omitempty"`
+	Text      string   `json:"text" msgpack:"text"`
+	ToolCalls []string `json:"tool_calls,omitempty" msgpack:"tool_calls,omitempty"`
+}
+
+// message is m as a context shows it.
+func message(m valueview.Message, o Options) Message {
+	out := Message{Role: m.Role, ID: m.ID, Text: cut(m.Text, o.ValueBytes)}
+	for _, c := range m.ToolCalls {
+		out.ToolCalls = append(out.ToolCalls, valueview.RenderCall(c, o.ValueBytes))
+	}
+	return out
 }
 
 // Abandoned is an abandoned branch in one line: where it started, how long
@@ -187,7 +199,7 @@ func updated(tup *saver.Tuple, seen map[string]bool, o Options) (Task, bool) {
 				continue
 			}
 			seen[m.ID] = true
-			wr.Messages = append(wr.Messages, Message{Role: m.Role, ID: m.ID, Text: cut(m.Text, o.ValueBytes)})
+			wr.Messages = append(wr.Messages, message(m, o))
 		}
 		if len(wr.Messages) > 0 {
 			wr.Value = strconv.Itoa(len(wr.Messages)) + " new messages"
@@ -218,8 +230,7 @@ func tasksOf(tup *saver.Tuple, o Options) []Task {
 		default:
 			wr := Wrote{Channel: w.Channel, Value: valueview.Render(v, o.ValueBytes)}
 			for _, m := range valueview.Messages(v) {
-				wr.Messages = append(wr.Messages, Message{Role: m.Role, ID: m.ID,
-					Text: cut(m.Text, o.ValueBytes)})
+				wr.Messages = append(wr.Messages, message(m, o))
 			}
 			t.Writes = append(t.Writes, wr)
 		}

@@ -7,7 +7,7 @@ import (
 
 // Text renders c for a prompt: one line per live-path step, then one per
 // task run from it (what failed, what paused, what it wrote: messages as
-// role and text, other values as compact JSON), then one per branch
+// role and text and their tool calls, other values as compact JSON), then one per branch
 // abandoned there:
 //
 //	step -1 · input · ok
@@ -53,6 +53,9 @@ func (c *Context) Text() string {
 						sb.WriteString(" | ")
 					}
 					sb.WriteString(m.Role + ": " + oneLine(m.Text))
+					for _, c := range m.ToolCalls {
+						sb.WriteString(" → " + oneLine(c))
+					}
 				}
 			}
 			sb.WriteByte('\n')

@@ -4,7 +4,8 @@
 // tree, and checks that the page shows the expected number of checkpoints,
 // marks the live path and the abandoned branches as the tree API says, moves
 // with the keyboard, and shows a clicked checkpoint's metadata and writes;
-// the summary also gives the DeltaChannels the head's panel lists.
+// the summary also gives the DeltaChannels, values and messages the head's
+// panel shows.
 // Prints a JSON summary on the last line of stdout; failures go to stderr
 // with exit status 1 (2 for bad usage).
 //
@@ -110,6 +111,17 @@ async function run(opts, page) {
     .locator('#details table.deltas tbody tr')
     .evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.innerText)));
 
+  // The head's values as the panel shows them, decoded by the service:
+  // {channel: rendering} for plain values, [role, text] for the messages of
+  // its conversations, and the elements a value could have injected.
+  const headValues = await page
+    .locator('#details .shown pre.value')
+    .evaluateAll((els) => Object.fromEntries(els.map((e) => [e.closest('.shown').dataset.channel, e.textContent])));
+  const headMessages = await page
+    .locator('#details .shown ol.conversation li.msg')
+    .evaluateAll((lis) => lis.map((li) => [li.querySelector('.role').textContent, (li.querySelector('.text') || {}).textContent || '']));
+  const injected = await page.locator('#details script, #details img, #details iframe').count();
+
   // The keyboard: up from the selection selects the row above.
   const rows = await ids('#graph .node');
   const at = rows.indexOf(selected);
@@ -152,6 +164,9 @@ async function run(opts, page) {
     interrupted: await ids('#graph .node[data-status="interrupted"]'),
     selected,
     head_deltas: headDeltas,
+    head_values: headValues,
+    head_messages: headMessages,
+    injected,
     clicked,
     screenshot: opts.screenshot,
   };

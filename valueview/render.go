@@ -22,6 +22,17 @@ func Render(v Value, max int) string {
 	return w.String()
 }
 
+// RenderCall writes a tool call as name(args), within max bytes as Render:
+//
+//	search_flights({"from":"FRA","to":"LIS"})
+func RenderCall(c ToolCall, max int) string {
+	w := writer{max: max}
+	w.write(c.Name + "(")
+	w.value(c.Args)
+	w.write(")")
+	return w.String()
+}
+
 // writer is a strings.Builder that stops at max bytes, then ends in "…".
 type writer struct {
 	sb   strings.Builder

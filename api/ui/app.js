@@ -1,6 +1,7 @@
 // The /ui page: draws one thread's checkpoint tree from the service's tree and
 // checkpoint routes, and shows a checkpoint's metadata, channel sizes and
-// pending writes; its Memory view lists the Store's namespaces and a
+// pending writes, and their values as the service decodes them for display
+// (messages as a conversation); its Memory view lists the Store's namespaces and a
 // namespace's items through the batch route. Read-only; no dependencies, no
 // build step, no other origin. The server names the views it offers in the
 // body's data-views.
@@ -400,8 +401,14 @@
     delete details.dataset.checkpointId;
     const q = new URLSearchParams({ checkpoint_ns: n.ns, checkpoint_id: n.id });
     let t;
+    let shown;
     try {
-      t = await api(`${threadPath(tid)}/checkpoint?${q}`);
+      // The values decoded by the service (valueview), next to the tuple;
+      // a failure there is shown in their place, the rest still is.
+      [t, shown] = await Promise.all([
+        api(`${threadPath(tid)}/checkpoint?${q}`),
+        api(`${threadPath(tid)}/checkpoint/values?${q}`).catch((err) => ({ error: err.message })),
+      ]);
     } catch (err) {
       if (mine !== detailLoads) return;
       details.replaceChildren(h('h2', { id: 'details-title' }, 'Checkpoint'), h('p', { class: 'error' }, err.message));
@@ -495,10 +502,54 @@
         : []),
       h('h3', {}, 'Pending writes ', h('small', {}, String(t.writes.length))),
       t.writes.length ? writes : h('p', { class: 'none' }, 'None.'),
-      h('p', { class: 'hint' }, 'Values stay serialized; the page shows their sizes only.'),
+      ...shownSections(shown),
     );
     details.dataset.checkpointId = n.id;
     details.setAttribute('aria-busy', 'false');
+  }
+
+  // shownSections are the checkpoint's values and writes as the service
+  // decoded them: each rendered (bounded by the service), the messages a
+  // value holds as a conversation. All of it is stored data, added as text.
+  function shownSections(shown) {
+    if (shown.error) return [h('h3', {}, 'Values'), h('p', { class: 'error' }, shown.error)];
+    const values = [...shown.values].sort((a, b) => a.channel.localeCompare(b.channel));
+    return [
+      h('h3', {}, 'Values ', h('small', {}, 'decoded for display, read-only')),
+      values.length
+        ? h('div', { class: 'shown-list' }, values.map((v) => shownBlock(v.channel, v)))
+        : h('p', { class: 'none' }, 'No channel values.'),
+      h('h3', {}, 'Writes ', h('small', {}, 'what the tasks from here wrote')),
+      shown.writes.length
+        ? h('div', { class: 'shown-list' }, shown.writes.map((w) => shownBlock(`${taskName(w)} → ${w.channel}`, w)))
+        : h('p', { class: 'none' }, 'None.'),
+    ];
+  }
+
+  // taskName is the node a write's task ran, from its path
+  // ("~__pregel_pull, agent"), or its task id.
+  function taskName(w) {
+    const parts = (w.task_path || '').replace(/^~/, '').split(', ');
+    if (parts[0] === '__pregel_pull' && parts[1]) return parts[1];
+    return `task ${w.task_id.slice(0, 8)}`;
+  }
+
+  function shownBlock(label, v) {
+    const body = v.messages && v.messages.length
+      ? h('ol', { class: 'conversation' }, v.messages.map((m) => h(
+        'li',
+        { class: `msg ${m.role}`, title: m.id || null },
+        h('span', { class: 'role' }, m.role),
+        m.text ? h('div', { class: 'text' }, m.text) : null,
+        (m.tool_calls || []).map((c) => h('div', { class: 'call' }, h('code', {}, `→ ${c}`))),
+      )))
+      : h('pre', { class: 'value', tabindex: '0' }, v.value);
+    return h(
+      'div',
+      { class: 'shown', 'data-channel': v.channel },
+      h('div', { class: 'label' }, h('code', {}, label), ' ', h('small', {}, `${v.type} · ${fmtBytes(v.bytes)}`)),
+      body,
+    );
   }
 
   function table(head, rows, cls) {

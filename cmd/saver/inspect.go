@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/saver-dev/saver"
+	"github.com/saver-dev/saver/valueview"
 )
 
 const inspectUsage = `usage: saver inspect [flags] COMMAND ...
@@ -23,7 +24,8 @@ const inspectUsage = `usage: saver inspect [flags] COMMAND ...
 Commands, against a running service (-url, or SAVER_URL):
   threads                     list threads, newest activity first
   tree THREAD                 draw the thread's checkpoint tree (live path, abandoned attempts)
-  checkpoint THREAD [ID]      one checkpoint's metadata, channel sizes and pending writes (latest by default)
+  checkpoint THREAD [ID]      one checkpoint's metadata, channel sizes and pending writes (latest by default);
+                              -values also shows the values and writes, decoded by the service
   diff THREAD ID1 ID2         which channels changed version between two checkpoints
   namespaces                  the Store's namespaces that hold items (-prefix, -max-depth)
   items NAMESPACE             items under a namespace prefix, newest update first (-filter, -offset)
@@ -41,6 +43,7 @@ type inspector struct {
 	ns       string
 	limit    int
 	json     bool
+	values   bool
 	client   *http.Client
 	out      io.Writer
 
@@ -66,6 +69,7 @@ func runInspect(ctx context.Context, args []string, getenv func(string) string, 
 	fs.StringVar(&in.ns, "ns", "", "checkpoint namespace (checkpoint, diff)")
 	fs.IntVar(&in.limit, "limit", 50, "most threads, namespaces or items to list")
 	fs.BoolVar(&in.json, "json", false, "print JSON for scripts")
+	fs.BoolVar(&in.values, "values", false, "checkpoint: show the values and writes decoded (messages as a conversation)")
 	fs.StringVar(&in.prefix, "prefix", "", "namespaces: only those under this namespace (labels joined by dots)")
 	fs.IntVar(&in.maxDepth, "max-depth", 0, "namespaces: cut namespaces to this many labels (0: whole)")
 	fs.StringVar(&in.filter, "filter", "", `items: a JSON filter on the values, as BaseStore.search takes it ({"type": "note"})`)
@@ -332,6 +336,16 @@ func (in *inspector) checkpoint(ctx context.Context, thread, id string) error {
 	v := map[string]any{"thread_id": t.ThreadID, "checkpoint_ns": t.CheckpointNS, "checkpoint_id": t.CheckpointID,
 		"parent_checkpoint_id": t.ParentID, "metadata": t.Metadata, "channels": chans, "writes": writes,
 		"delta_channels": deltas, "scope": t.Scope, "expires_at": t.ExpiresAt}
+	var shown *valueview.Checkpoint
+	if in.values {
+		// The same checkpoint by id: "the latest" could have moved since.
+		q := url.Values{"checkpoint_ns": {t.CheckpointNS}, "checkpoint_id": {t.CheckpointID}}
+		shown = new(valueview.Checkpoint)
+		if err := in.call(ctx, "GET", threadPath(thread)+"/checkpoint/values?"+q.Encode(), nil, shown); err != nil {
+			return err
+		}
+		v["shown"] = shown
+	}
 	return in.print(v, func(w io.Writer) {
 		fmt.Fprintf(w, "checkpoint %s  (thread %s, ns %q)\nparent     %s\n", t.CheckpointID, t.ThreadID, t.CheckpointNS, orNone(t.ParentID))
 		if t.ExpiresAt != 0 {
@@ -366,6 +380,9 @@ func (in *inspector) checkpoint(ctx context.Context, thread, id string) error {
 		fmt.Fprintf(w, "pending writes: %d\n", len(writes))
 		for _, wr := range writes {
 			fmt.Fprintf(w, "  task %s idx %d %s (%d bytes)\n", wr.TaskID, wr.Idx, wr.Channel, wr.Bytes)
+		}
+		if shown != nil {
+			printShown(w, shown)
 		}
 	})
 }

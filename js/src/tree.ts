@@ -99,7 +99,7 @@ export interface ResumeStep {
     task_path: string;
     error?: string;
     interrupt?: string;
-    writes: { channel: string; value: string; messages?: { role: string; id?: string; text: string }[] }[];
+    writes: { channel: string; value: string; messages?: { role: string; id?: string; text: string; tool_calls?: string[] }[] }[];
   }[];
   abandoned: { from: string; checkpoints: number; status: NodeStatus; error?: string }[];
 }

@@ -238,6 +238,37 @@ def test_page_lists_a_checkpoints_delta_channels(saver: HTTPSaver, saver_url: st
     assert shown["head_deltas"][0][3].startswith("a snapshot of")
 
 
+def test_page_shows_values_and_a_conversation(saver: HTTPSaver, saver_url: str) -> None:
+    """The panel shows the head's values as the service decodes them, its
+    messages as a conversation; a message holding markup shows as text, and
+    adds no element to the page."""
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langgraph.graph import MessagesState
+
+    class Chat(MessagesState):
+        turns: int
+
+    hostile = '<script>window.pwned = 1</script><img src=x onerror="window.pwned = 2">'
+
+    def reply(state: Chat) -> dict[str, Any]:
+        return {"messages": [AIMessage("I read it as text.", id="a1")], "turns": state.get("turns", 0) + 1}
+
+    g = StateGraph(Chat)
+    g.add_node("reply", reply)
+    g.add_edge(START, "reply")
+    g.add_edge("reply", END)
+    graph = g.compile(checkpointer=saver)
+    thread_id = f"ui-values-{uuid.uuid4()}"
+    graph.invoke({"messages": [HumanMessage(hostile, id="h1")]}, {"configurable": {"thread_id": thread_id}})
+
+    done = run_script(saver_url, thread_id, len(saver.tree(thread_id).nodes), "--no-screenshot")
+    assert done.returncode == 0, f"tree.js failed:\n{done.stderr}\n{done.stdout}"
+    shown = json.loads(done.stdout.strip().splitlines()[-1])
+    assert shown["head_values"]["turns"] == "1"
+    assert shown["head_messages"] == [["human", hostile], ["ai", "I read it as text."]]
+    assert shown["injected"] == 0
+
+
 def test_memory_view_lists_a_namespaces_items(saver_url: str) -> None:
     """Items put through HTTPStore appear in the Memory view: the namespace in
     the list, then its items (and those of the namespace under it) with their
