@@ -2,6 +2,7 @@ package bolt
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -11,22 +12,29 @@ import (
 // smaller, plus what commits wrote since. Metrics computes every figure of
 // the store under its lock: read at each commit, it took about 6% of a
 // put's CPU in a profile (BenchmarkPutItem10k).
+//
+// Pebble calls shrank from its event listener with the DB's mutex held,
+// and Metrics takes that mutex: so shrank takes no lock, and bytes never
+// holds mu across Metrics (holding it there deadlocked a commit against a
+// flush's end).
 type walEstimate struct {
+	gen atomic.Uint64 // moved on by shrank: a reading older than it is stale
+	// reading lets one caller at a time read Metrics, so that each takes
+	// off since only what it read before (Ping may ask while a commit does).
+	reading sync.Mutex
+
 	mu    sync.Mutex
-	stale bool   // base is to be read again
+	fresh bool   // base was read at generation at
+	at    uint64 // the generation base was read at
 	base  uint64 // Metrics().WAL.Size when last read
 	since uint64 // bytes committed since, with their log records' headers
 }
 
-func newWALEstimate() *walEstimate { return &walEstimate{stale: true} }
+func newWALEstimate() *walEstimate { return &walEstimate{} }
 
 // shrank marks the figure to be read again: a flush ended or a log was
 // deleted.
-func (w *walEstimate) shrank() {
-	w.mu.Lock()
-	w.stale = true
-	w.mu.Unlock()
-}
+func (w *walEstimate) shrank() { w.gen.Add(1) }
 
 // committed counts a commit of n bytes, and the headers of the log records
 // that hold it: up to 19 bytes for each 32 KB block it spans, and for the
@@ -39,13 +47,33 @@ func (w *walEstimate) committed(n uint64) {
 }
 
 // bytes returns the live log bytes: what Metrics would say, or a little
-// more (headers counted at their largest).
+// more (headers counted at their largest, and commits that ended while
+// Metrics was read counted twice, the safe side).
 func (w *walEstimate) bytes(db *pebble.DB) uint64 {
+	g := w.gen.Load()
+	w.mu.Lock()
+	if w.fresh && w.at == g {
+		n := w.base + w.since
+		w.mu.Unlock()
+		return n
+	}
+	w.mu.Unlock()
+	w.reading.Lock()
+	defer w.reading.Unlock()
+	g = w.gen.Load()
+	w.mu.Lock()
+	since := w.since
+	w.mu.Unlock()
+	size := db.Metrics().WAL.Size
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.stale {
-		w.stale = false
-		w.base, w.since = db.Metrics().WAL.Size, 0
+	w.since -= since
+	if w.gen.Load() != g {
+		// Another flush ended meanwhile: this reading may already be
+		// larger than the log, so it serves this call only.
+		w.fresh = false
+		return size + w.since
 	}
+	w.base, w.at, w.fresh = size, g, true
 	return w.base + w.since
 }
