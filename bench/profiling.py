@@ -4,6 +4,8 @@
         [--client]
     .cache/bench-venv/bin/python bench/profiling.py --store-op search_query [--items 10000]
         [--store bolt|dynamodb] [--client]
+    .cache/bench-venv/bin/python bench/profiling.py --delta-history [--turns 150]
+        [--store bolt|dynamodb] [--client]
 
 Starts the local AWS stack (bench/aws.sh) when the store is dynamodb, runs
 bench/profserve (the service with pprof), runs the 50-turn chat loop through
@@ -11,7 +13,9 @@ HTTPSaver while taking a CPU profile of the service, and prints the profile's
 top functions (`go tool pprof -top`), the per-turn time and, with --client, the
 client's cProfile. With --store-op, the same for one op of the Store
 benchmark (bench/store.py: get, put, search_filter or search_query) on a
-namespace of --items items, filled before the profile starts. Profiles are
+namespace of --items items, filled before the profile starts. With
+--delta-history, the same for get_state_history of a DeltaChannel chat of
+--turns turns (benchmark (d)), the chat run before the profile starts. Profiles are
 kept in .cache/bench/prof/.
 """
 
@@ -45,6 +49,8 @@ def main() -> int:
     ap.add_argument("--store-op", choices=st.OPS, help="profile this Store op instead of the chat loop")
     ap.add_argument("--items", type=int, default=10_000, help="items in the Store op's namespace")
     ap.add_argument("--seconds", type=int, default=15, help="the Store op's profile window")
+    ap.add_argument("--delta-history", action="store_true",
+                    help="profile get_state_history of a DeltaChannel chat of --turns turns")
     args = ap.parse_args()
     out = CACHE / "prof"
     out.mkdir(parents=True, exist_ok=True)
@@ -71,6 +77,8 @@ def main() -> int:
         url = "http://" + addr.read_text().strip()
         if args.store_op:
             return profile_store_op(args, url, paddr.read_text().strip(), out)
+        if args.delta_history:
+            return profile_delta_history(args, url, paddr.read_text().strip(), out)
         from saver_client import HTTPSaver
 
         saver = HTTPSaver(url)
@@ -116,6 +124,55 @@ def main() -> int:
         saver.close()
     finally:
         stack.close()
+    return 0
+
+
+def profile_delta_history(args: argparse.Namespace, url: str, paddr: str, out: Path) -> int:
+    """Run a DeltaChannel chat, then profile reading its state history."""
+    from saver_client import HTTPSaver
+
+    saver = HTTPSaver(url)
+    t0 = time.perf_counter()
+    _, graph, cfg = wl.delta_chat_loop(saver, args.turns, f"prof-{int(time.time())}")
+    log(f"{args.turns}-turn DeltaChannel chat in {time.perf_counter() - t0:.1f}s")
+    counter = wl.CallCounter(saver)
+    h = wl.read_history(graph, cfg, 600)
+    calls, http = counter.take()
+    counter.close()
+    log(f"history: {h['snapshots']} snapshots in {h['seconds']:.2f}s, {calls} saver calls, {http} HTTP requests")
+    # Then the same read, repeated for as long as the profile runs.
+    result: dict[str, bytes] = {}
+    secs = args.seconds
+
+    def fetch() -> None:
+        with urllib.request.urlopen(f"http://{paddr}/debug/pprof/profile?seconds={secs}", timeout=secs + 30) as resp:
+            result["data"] = resp.read()
+
+    t = threading.Thread(target=fetch, daemon=True)
+    t.start()
+    pr = cProfile.Profile() if args.client else None
+    if pr:
+        pr.enable()
+    reads = 0
+    while t.is_alive():
+        wl.read_history(graph, cfg, 600)
+        reads += 1
+    if pr:
+        pr.disable()
+    t.join()
+    prof_path = out / f"cpu-delta-history-{args.store}.pprof"
+    prof_path.write_bytes(result.get("data", b""))
+    log(f"{reads} reads profiled -> {prof_path}")
+    for extra in ([], ["-cum"]):
+        top = subprocess.run(["go", "tool", "pprof", "-top", *extra, "-nodecount=35", str(BIN / "profserve"),
+                              str(prof_path)], capture_output=True, text=True, cwd=ROOT)
+        print(top.stdout[:7000])
+    if pr:
+        for key in ("tottime", "cumulative"):
+            s = io.StringIO()
+            pstats.Stats(pr, stream=s).sort_stats(key).print_stats(35)
+            print(s.getvalue()[:10000])
+    saver.close()
     return 0
 
 

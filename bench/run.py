@@ -253,17 +253,33 @@ def bench_delta(plan: Plan, sv: harness.Savers, stack: harness.Stack, run_id: st
     names = list(savers)
     times: dict[str, list[list[float]]] = {n: [] for n in names}
     calls: dict[str, list[tuple[int, int]]] = {}
+    # HTTP response bytes per turn of our savers, from the services' metrics:
+    # what a turn reads.
+    sent: dict[str, list[int]] = {}
     history: dict[str, dict[str, float]] = {}
     for rnd in range(plan.delta_reps):
         for name in rotate(names, rnd):
             s = savers[name]
             counter = wl.CallCounter(s)
             per_turn: list[tuple[int, int]] = []
+            url = sv.services[name].url if rnd == 0 and name in sv.services else None
+            per_bytes: list[int] = []
+            last_bytes = [wl.response_bytes(url) if url else 0]
+
+            def after(_t: int) -> None:
+                per_turn.append(counter.take())
+                if url:
+                    now = wl.response_bytes(url)
+                    per_bytes.append(now - last_bytes[0])
+                    last_bytes[0] = now
+
             try:
                 r = guarded(f"delta chat {name}", lambda: wl.delta_chat_loop(
-                    s, plan.delta_turns, f"{run_id}-{name}-{rnd}", lambda _t: per_turn.append(counter.take())))
+                    s, plan.delta_turns, f"{run_id}-{name}-{rnd}", after))
                 if r and rnd == 0:
                     calls[name] = per_turn
+                    if per_bytes:
+                        sent[name] = per_bytes
                     counter.take()
                     h = guarded(f"delta history {name}", lambda: wl.read_history(r[1], r[2], HISTORY_BUDGET_S))
                     if h:
@@ -293,12 +309,15 @@ def bench_delta(plan: Plan, sv: harness.Savers, stack: harness.Stack, run_id: st
     for name, saver in sv.counted.items():
         for kind in ("delta", "plain"):
             per: list[int] = []
+            read: list[int] = []
             prev: dict[str, Any] = {}
 
             def after(_t: int) -> None:
                 nonlocal prev
                 now = stack.counts()
-                per.append(sum(n["requests"] for n in report.count_delta(prev, now).get("dynamodb", {}).values()))
+                ops = report.count_delta(prev, now).get("dynamodb", {})
+                per.append(sum(n["requests"] for n in ops.values()))
+                read.append(sum(n["response_bytes"] for op, n in ops.items() if op not in report.WRITE_OPS))
                 prev = now
 
             def run() -> Any:
@@ -310,15 +329,18 @@ def bench_delta(plan: Plan, sv: harness.Savers, stack: harness.Stack, run_id: st
 
             if guarded(f"delta DynamoDB counts {name} {kind}", run):
                 ddb.setdefault(name, {})[kind] = per
+                ddb[name][f"{kind}_bytes"] = read
     out: dict[str, Any] = {"turns": plan.delta_turns, "marks": list(plan.delta_marks)}
     for name in names:
         reps = times[name]
         per_turn_ms = [wl.median([rep[t] * 1e3 for rep in reps]) for t in range(plan.delta_turns)] if reps else []
         c = calls.get(name, [])
         entry: dict[str, Any] = {"turn_ms": per_turn_ms, "history": history.get(name)}
-        series = {"calls": [x for x, _ in c], "http": [y for _, y in c] if name.startswith("ours") else []}
+        series = {"calls": [x for x, _ in c], "http": [y for _, y in c] if name.startswith("ours") else [],
+                  "http_bytes": sent.get(name, [])}
         if name in ddb:
             series["ddb"] = ddb[name].get("delta", [])
+            series["ddb_bytes"] = ddb[name].get("delta_bytes", [])
             if ddb[name].get("plain"):
                 entry["plain_ddb"] = wl.median(ddb[name]["plain"][2:])
         for key, per in series.items():

@@ -441,6 +441,20 @@ def delta_chat_loop(
     return times, graph, cfg
 
 
+def response_bytes(url: str) -> int:
+    """Response body bytes the service at url has sent, from its /metrics
+    (saver_http_response_bytes_total), leaving out its answers to /metrics."""
+    import urllib.request
+
+    with urllib.request.urlopen(f"{url}/metrics", timeout=10) as resp:
+        text = resp.read().decode()
+    total = 0.0
+    for line in text.splitlines():
+        if line.startswith("saver_http_response_bytes_total{") and "metrics" not in line.split("}")[0]:
+            total += float(line.rsplit(" ", 1)[1])
+    return int(total)
+
+
 def read_history(graph: Any, cfg: dict[str, Any], budget: float) -> dict[str, float]:
     """get_state_history of a thread, whole unless it takes over `budget`
     seconds: then the snapshots read in that time, to tell the rate."""

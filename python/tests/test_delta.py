@@ -322,6 +322,87 @@ def test_requests_per_turn_are_flat(saver_url: str) -> None:
     saver.close()
 
 
+def test_state_history_asks_the_service_once_per_listing(spawn_service: Callable[..., Any]) -> None:
+    """get_state_history puts each checkpoint's delta history together from the
+    checkpoints it listed, asking the service only for the chain beyond them.
+
+    It once asked one history per checkpoint, each re-reading the writes its
+    neighbours' read: 445 requests for a 150-turn chat. Here the listing's
+    pages are 40 checkpoints and the service's history pages 4 KiB, so a
+    history beyond a short listing takes several requests, made once for all
+    the listed checkpoints whose chains leave the listing there.
+    """
+    svc = spawn_service(env={"SAVER_PAGE_SIZE": "40", "SAVER_HISTORY_PAGE": "4096"})
+    saver = CountingSaver(svc.url)
+    expected_graph, graph = chat_graph(InMemorySaver(), Chat), chat_graph(saver, Chat)
+    config, expected_config = new_config(), new_config()
+    for i in range(70):  # 210 checkpoints, a snapshot at turn 50
+        message = f"hi {i} " + "x" * 1000
+        graph.invoke({"messages": [message]}, config, durability="sync")
+        expected_graph.invoke({"messages": [message]}, expected_config, durability="sync")
+    expected = list(expected_graph.get_state_history(expected_config))
+    saver.calls.clear()
+    history = list(graph.get_state_history(config))
+    assert history_sig(history) == history_sig(expected)
+    assert saver.calls == {"search": 6}, saver.calls
+
+    # A listing that ends before the chains do: 30 checkpoints from the
+    # newest or the 20th newest, whose chains reach back to the snapshot at
+    # turn 50. The history beyond the oldest listed is asked once, in as
+    # many requests as it takes alone.
+    for kw, at in (({"limit": 30}, 0), ({"limit": 30, "before": history[19].config}, 20)):
+        expected_kw = {**kw, "before": expected[19].config} if "before" in kw else kw
+        want = history_sig(list(expected_graph.get_state_history(expected_config, **expected_kw)))
+        alone = CountingSaver(svc.url)
+        alone.get_delta_channel_history(config=history[at + 29].config, channels=["messages"])
+        alone.close()
+        assert alone.calls["delta-history"] > 1, alone.calls
+        for read in ("sync", "async"):
+            saver.calls.clear()
+            if read == "sync":
+                got = list(graph.get_state_history(config, **kw))
+            else:
+                got = asyncio.run(_alist_history(graph, config, kw))
+            assert history_sig(got) == want
+            asked = alone.calls["delta-history"]
+            assert saver.calls == {"search": 1, "delta-history": asked}, saver.calls
+    saver.close()
+
+
+async def _alist_history(graph: Graph, config: RunnableConfig, kw: dict[str, Any]) -> list[Any]:
+    return [s async for s in graph.aget_state_history(config, **kw)]
+
+
+@pytest.mark.parametrize("change", ["put_writes", "aput_writes", "delete_thread", "adelete_thread"])
+def test_a_listed_checkpoint_changed_since_is_asked_again(saver_url: str, change: str) -> None:
+    """What a saver listed stands in for the service only while its own writes
+    and deletes leave the thread as listed.
+
+    A write on a checkpoint that has a child is one LangGraph never makes,
+    but the store takes it, and the service's history then holds it.
+    """
+    saver, fresh = HTTPSaver(saver_url), HTTPSaver(saver_url)
+    graph, config = chat_graph(saver, Chat), new_config()
+    for i in range(5):
+        graph.invoke({"messages": [f"hi {i}"]}, config, durability="sync")
+    listed = list(saver.list(config))
+    newest, parent = listed[0].config, listed[1].config
+    before = saver.get_delta_channel_history(config=newest, channels=["messages"])
+    if change == "put_writes":
+        saver.put_writes(parent, [("messages", ["late"])], "late-task")
+    elif change == "aput_writes":
+        asyncio.run(saver.aput_writes(parent, [("messages", ["late"])], "late-task"))
+    elif change == "delete_thread":
+        saver.delete_thread(config["configurable"]["thread_id"])
+    else:
+        asyncio.run(saver.adelete_thread(config["configurable"]["thread_id"]))
+    got = saver.get_delta_channel_history(config=newest, channels=["messages"])
+    assert got == fresh.get_delta_channel_history(config=newest, channels=["messages"])
+    assert got != before
+    saver.close()
+    fresh.close()
+
+
 def _messages(saver: BaseCheckpointSaver[Any], config: RunnableConfig) -> list[str]:
     return chat_graph(saver).get_state(config).values.get("messages", [])
 

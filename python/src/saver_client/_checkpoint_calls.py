@@ -13,11 +13,13 @@ from langgraph.checkpoint.base import (
     CheckpointMetadata,
     CheckpointTuple,
     DeltaChannelHistory,
+    get_checkpoint_id,
 )
 
 from saver_client import _wire as wire
 from saver_client._core import Core
-from saver_client._wire import Call, Scope
+from saver_client._listing import Listing, Walk
+from saver_client._wire import Call, RawHistory, Scope
 from saver_client.errors import ConflictError, NotFoundError
 
 
@@ -73,11 +75,15 @@ class CheckpointCalls(Core):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
-        """Checkpoints matching the arguments, newest first, fetched page by page."""
+        """Checkpoints matching the arguments, newest first, fetched page by page.
+
+        The saver keeps what it read for the delta histories of the
+        checkpoints it yields (see `get_delta_channel_history`).
+        """
         search = wire.Search(config, filter, before, limit)
+        listing = self._listings.new()
         while (call := search.next()) is not None:
-            for found in search.page(self._send(call)):
-                yield wire.to_tuple(self.serde, found)
+            yield from self._listed(listing, search.page(self._send(call)))
 
     async def alist(
         self,
@@ -89,9 +95,16 @@ class CheckpointCalls(Core):
     ) -> AsyncIterator[CheckpointTuple]:
         """Async `list`."""
         search = wire.Search(config, filter, before, limit)
+        listing = self._listings.new()
         while (call := search.next()) is not None:
-            for found in search.page(await self._asend(call)):
-                yield wire.to_tuple(self.serde, found)
+            for tup in self._listed(listing, search.page(await self._asend(call))):
+                yield tup
+
+    def _listed(self, listing: Listing, page: Sequence[Any]) -> Sequence[CheckpointTuple]:
+        """A page's tuples, decoded before the listing takes the page."""
+        tuples = [wire.to_tuple(self.serde, found) for found in page]
+        listing.add(page)
+        return tuples
 
     def _put_request(
         self,
@@ -164,6 +177,7 @@ class CheckpointCalls(Core):
         """Store a task's pending writes against the checkpoint in config."""
         call = wire.writes_call(self.serde, config, writes, task_id, task_path, scope=self.scope)
         if call is not None:
+            self._wrote(config)
             self._send(call)
 
     async def aput_writes(
@@ -176,7 +190,14 @@ class CheckpointCalls(Core):
         """Async `put_writes`."""
         call = wire.writes_call(self.serde, config, writes, task_id, task_path, scope=self.scope)
         if call is not None:
+            self._wrote(config)
             await self._asend(call)
+
+    def _wrote(self, config: RunnableConfig) -> None:
+        conf = config["configurable"]
+        ns = conf.get("checkpoint_ns") or ""
+        key = (str(conf["thread_id"]), ns, str(conf.get("checkpoint_id") or ""))
+        self._listings.wrote(key)
 
     def get_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
@@ -188,13 +209,22 @@ class CheckpointCalls(Core):
         channel (its `seed`), as `BaseCheckpointSaver` defines it; the service
         walks the chain, however deep. A history over the service's page
         (`SAVER_HISTORY_PAGE`) takes a request per page.
+
+        For a checkpoint one of the saver's last `list` calls yielded (as
+        `get_state_history` reads them), the history is put together from the
+        ancestors listed after it, and the service is asked only for the
+        part of the chain beyond them, once for all the checkpoints whose
+        chains leave the listing at the same place.
         """
         if not channels:
             return {}
-        pages = wire.DeltaPages(self.serde, config, channels)
-        while (call := pages.call()) is not None:
-            pages.take(self._send(call))
-        return pages.result()
+        walk = self._listed_walk(config, channels)
+        if walk is None:
+            return wire.to_histories(self.serde, self._delta(config, channels))
+        if walk.beyond is not None:
+            key, chans = walk.beyond
+            walk.take(self._delta(wire.config_of(*key), chans))
+        return wire.to_histories(self.serde, walk.result())
 
     async def aget_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
@@ -202,7 +232,32 @@ class CheckpointCalls(Core):
         """Async `get_delta_channel_history`."""
         if not channels:
             return {}
-        pages = wire.DeltaPages(self.serde, config, channels)
+        walk = self._listed_walk(config, channels)
+        if walk is None:
+            return wire.to_histories(self.serde, await self._adelta(config, channels))
+        if walk.beyond is not None:
+            key, chans = walk.beyond
+            walk.take(await self._adelta(wire.config_of(*key), chans))
+        return wire.to_histories(self.serde, walk.result())
+
+    def _listed_walk(self, config: RunnableConfig, channels: Sequence[str]) -> Walk | None:
+        conf = config["configurable"]
+        checkpoint_id = get_checkpoint_id(config)
+        if not checkpoint_id:
+            return None
+        key = (str(conf["thread_id"]), conf.get("checkpoint_ns") or "", checkpoint_id)
+        return self._listings.walk(key, [str(ch) for ch in channels])
+
+    def _delta(self, config: RunnableConfig, channels: Sequence[str]) -> dict[str, RawHistory]:
+        pages = wire.DeltaPages(config, channels)
+        while (call := pages.call()) is not None:
+            pages.take(self._send(call))
+        return pages.raw()
+
+    async def _adelta(
+        self, config: RunnableConfig, channels: Sequence[str]
+    ) -> dict[str, RawHistory]:
+        pages = wire.DeltaPages(config, channels)
         while (call := pages.call()) is not None:
             pages.take(await self._asend(call))
-        return pages.result()
+        return pages.raw()

@@ -11,6 +11,7 @@ from typing import Any
 
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from saver_client._listing import Listings
 from saver_client._transport import Transport
 from saver_client._wire import Call
 
@@ -18,6 +19,8 @@ from saver_client._wire import Call
 class Core:
     serde: SerializerProtocol
     _transport: Transport
+    # What the last list calls read, for delta histories (see _listing).
+    _listings: Listings
 
     def _send(self, call: Call) -> Any:
         return self._transport.request(call.method, call.path, body=call.body, params=call.params)

@@ -12,7 +12,7 @@ class MaintenanceCalls(Core):
     """Whole threads: `BaseCheckpointSaver`'s deletes, copy and prune; our ping and pin.
 
     Overridden in pairs, sync and async, for the same capability detection as
-    the checkpoint calls.
+    the checkpoint calls. Each forgets the saver's listings (see _listing).
     """
 
     def ping(self) -> None:
@@ -32,42 +32,66 @@ class MaintenanceCalls(Core):
 
     def delete_thread(self, thread_id: str) -> None:
         """Delete every checkpoint, blob and write of a thread, in all namespaces."""
-        self._send(wire.delete_thread_call(thread_id))
+        try:
+            self._send(wire.delete_thread_call(thread_id))
+        finally:
+            self._listings.clear()
 
     async def adelete_thread(self, thread_id: str) -> None:
         """Async `delete_thread`."""
-        await self._asend(wire.delete_thread_call(thread_id))
+        try:
+            await self._asend(wire.delete_thread_call(thread_id))
+        finally:
+            self._listings.clear()
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Delete the checkpoints (and their writes) whose metadata run_id is in run_ids."""
         if (call := wire.delete_for_runs_call(run_ids)) is not None:
-            self._send(call)
+            try:
+                self._send(call)
+            finally:
+                self._listings.clear()
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Async `delete_for_runs`."""
         if (call := wire.delete_for_runs_call(run_ids)) is not None:
-            await self._asend(call)
+            try:
+                await self._asend(call)
+            finally:
+                self._listings.clear()
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Copy a thread with ids and parent links unchanged.
 
         Raises NotFoundError when the source has no checkpoint.
         """
-        self._send(wire.copy_thread_call(source_thread_id, target_thread_id))
+        try:
+            self._send(wire.copy_thread_call(source_thread_id, target_thread_id))
+        finally:
+            self._listings.clear()
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Async `copy_thread`."""
-        await self._asend(wire.copy_thread_call(source_thread_id, target_thread_id))
+        try:
+            await self._asend(wire.copy_thread_call(source_thread_id, target_thread_id))
+        finally:
+            self._listings.clear()
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """Keep only the newest checkpoint per namespace ("keep_latest"), or delete all."""
         if (call := wire.prune_call(thread_ids, strategy)) is not None:
-            self._send(call)
+            try:
+                self._send(call)
+            finally:
+                self._listings.clear()
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """Async `prune`."""
         if (call := wire.prune_call(thread_ids, strategy)) is not None:
-            await self._asend(call)
+            try:
+                await self._asend(call)
+            finally:
+                self._listings.clear()
 
     def pin(self, thread_id: str, checkpoint_id: str, checkpoint_ns: str = "") -> None:
         """Make a checkpoint, its channel values and its writes never expire."""

@@ -379,19 +379,19 @@ class DeltaPages:
     A history within the service's page is one answer. A longer one comes
     newest part first: each channel whose history goes on names, as `next`,
     the ancestor whose own history comes before its writes; the next call
-    asks for it there. The pages put together are the whole history.
+    asks for it there. The pages put together are the whole history, kept on
+    the wire (`raw`) until `result` decodes it.
     """
 
-    def __init__(self, serde: SerializerProtocol, config: RunnableConfig, channels: Sequence[str]):
-        self._serde = serde
+    def __init__(self, config: RunnableConfig, channels: Sequence[str]):
         self._config = config
         self._channels = [str(ch) for ch in channels]
         self._target = get_checkpoint_id(config) or ""
         self._seen: set[str] = set()
-        self._out: dict[str, DeltaChannelHistory] = {}
-        # Each channel's pages, newest first: joined once in result(), since
+        self._seeds: dict[str, Any] = {}
+        # Each channel's pages, newest first: joined once in raw(), since
         # prepending page by page would copy the writes once per page.
-        self._pages: dict[str, list[list]] = {}
+        self._pages: dict[str, list[list[Any]]] = {ch: [] for ch in self._channels}
 
     def call(self) -> Call | None:
         """The next request, or None once the history is whole."""
@@ -401,19 +401,27 @@ class DeltaPages:
 
     def take(self, wire: Any) -> None:
         """Take one answer: its writes come before those taken so far."""
-        page = to_histories(self._serde, wire, self._channels)
         going_on: list[str] = []
         target = None
-        for ch in self._channels:
-            history = page[ch]
-            self._pages.setdefault(ch, []).append(history["writes"])
-            self._out[ch] = history
-            nxt = wire["channels"][ch].get("next")
-            if nxt:
-                if not isinstance(nxt, str) or (target is not None and nxt != target):
-                    raise BadResponseError("bad_response", f"delta history page goes on at {nxt!r}")
-                target = nxt
-                going_on.append(ch)
+        try:
+            by_channel = wire["channels"]
+            for ch in self._channels:
+                entry = by_channel[ch]
+                writes = entry.get("writes") or []
+                if not isinstance(writes, list):
+                    raise TypeError(f"writes of {ch!r} are not a list")
+                self._pages[ch].append(writes)
+                self._seeds[ch] = entry.get("seed")
+                nxt = entry.get("next")
+                if nxt:
+                    if not isinstance(nxt, str) or (target is not None and nxt != target):
+                        raise BadResponseError(
+                            "bad_response", f"delta history page goes on at {nxt!r}"
+                        )
+                    target = nxt
+                    going_on.append(ch)
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise BadResponseError("bad_response", f"malformed delta history: {exc!r}") from exc
         if target is not None:
             if target in self._seen:
                 raise BadResponseError("bad_response", f"delta history goes round at {target!r}")
@@ -421,29 +429,39 @@ class DeltaPages:
             self._target = target
         self._channels = going_on
 
-    def result(self) -> dict[str, DeltaChannelHistory]:
-        for ch, pages in self._pages.items():
-            if len(pages) > 1:
-                self._out[ch]["writes"] = [w for page in reversed(pages) for w in page]
-        return self._out
+    def raw(self) -> dict[str, RawHistory]:
+        """The whole history of each channel, on the wire."""
+        return {
+            ch: RawHistory([w for page in reversed(pages) for w in page], self._seeds.get(ch))
+            for ch, pages in self._pages.items()
+        }
+
+
+@dataclass(frozen=True)
+class RawHistory:
+    """A channel's delta history on the wire: its writes, oldest first, and
+    its seed's typed value (None: start empty)."""
+
+    writes: list[Any]
+    seed: Any
 
 
 def to_histories(
-    serde: SerializerProtocol, wire: Any, channels: Sequence[str]
+    serde: SerializerProtocol, raw: Mapping[str, RawHistory]
 ) -> dict[str, DeltaChannelHistory]:
+    """Decode histories: each value afresh, as every saver does, so that a
+    reducer that changes its writes in place (add_messages gives messages
+    ids) changes the state it rebuilds and no other."""
+    out: dict[str, DeltaChannelHistory] = {}
     try:
-        by_channel = wire["channels"]
-        out: dict[str, DeltaChannelHistory] = {}
-        for ch in channels:
-            entry = by_channel[ch]
+        for ch, h in raw.items():
             history: DeltaChannelHistory = {
                 "writes": [
-                    (w["task_id"], w["channel"], untyped(serde, w["value"]))
-                    for w in entry.get("writes") or ()
+                    (w["task_id"], w["channel"], untyped(serde, w["value"])) for w in h.writes
                 ]
             }
-            if entry.get("seed") is not None:
-                history["seed"] = untyped(serde, entry["seed"])
+            if h.seed is not None:
+                history["seed"] = untyped(serde, h.seed)
             out[ch] = history
     except (KeyError, TypeError, AttributeError) as exc:
         raise BadResponseError("bad_response", f"malformed delta history: {exc!r}") from exc

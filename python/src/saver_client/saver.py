@@ -13,6 +13,7 @@ from saver_client._client import URL_ENV as URL_ENV
 from saver_client._client import ServiceClient, make_transport
 from saver_client._http import Timeout
 from saver_client._ledger_calls import LedgerCalls
+from saver_client._listing import Listings
 from saver_client._maintenance_calls import MaintenanceCalls
 from saver_client._transport import RetryPolicy
 from saver_client._tree_calls import TreeCalls
@@ -91,6 +92,7 @@ class HTTPSaver(
         super().__init__(serde=serde)
         self.scope = check_scope(scope)
         self.detect_conflicts = bool(detect_conflicts)
+        self._listings = Listings()
         self._transport = make_transport(
             type(self).__name__, url, api_key=api_key, headers=headers, timeout=timeout, retry=retry
         )
