@@ -106,7 +106,8 @@ func TestRequestCounts(t *testing.T) {
 		want requests
 		fn   func(t *testing.T)
 	}{
-		{"PutCheckpointNoBlobs", requests{"PutItem": 1}, func(t *testing.T) {
+		// The checkpoint and its tree index item, together.
+		{"PutCheckpointNoBlobs", requests{"TransactWriteItems": 1}, func(t *testing.T) {
 			storetest.MustPutCheckpoint(t, s, storetest.NewCheckpoint(ref, "0005"))
 		}},
 		{"PutCheckpoint5Blobs", requests{"TransactWriteItems": 1}, func(t *testing.T) {
@@ -116,7 +117,9 @@ func TestRequestCounts(t *testing.T) {
 			}
 			storetest.MustPutCheckpoint(t, s, in)
 		}},
-		{"PutCheckpoint99Blobs", requests{"TransactWriteItems": 1}, func(t *testing.T) {
+		// 99 blobs, the checkpoint and its index item are 101 items: a
+		// transaction of 98 blobs and the namespace item, then the rest.
+		{"PutCheckpoint99Blobs", requests{"TransactWriteItems": 2}, func(t *testing.T) {
 			in := storetest.NewCheckpoint(ref, "0007")
 			for i := range 99 {
 				storetest.SetChannel(&in, fmt.Sprint("ch", i), "7", "v")
@@ -204,13 +207,21 @@ func TestRequestCounts(t *testing.T) {
 				t.Fatalf("listed %d checkpoints, want 9", len(got))
 			}
 		}},
+		// The first tree query of a thread reads its checkpoints and writes
+		// too, finds its index whole and puts the marker.
+		{"ListNodesFirst", requests{"Query": 2, "PutItem": 1}, func(t *testing.T) {
+			nodes := storetest.MustListNodes(t, s, ref.Tenant, ref.ThreadID)
+			if len(nodes) != 9 || !nodes[7].HasError || nodes[6].HasError {
+				t.Fatalf("nodes %+v, want 9 with an error on 0007", nodes)
+			}
+		}},
 		{"ListNodes", requests{"Query": 1}, func(t *testing.T) {
 			nodes := storetest.MustListNodes(t, s, ref.Tenant, ref.ThreadID)
 			if len(nodes) != 9 || !nodes[7].HasError || nodes[6].HasError {
 				t.Fatalf("nodes %+v, want 9 with an error on 0007", nodes)
 			}
 		}},
-		// One page of the thread, its 280 items 25 a request, as DeleteThread.
+		// One page of the thread, its 292 items 25 a request, as DeleteThread.
 		{"CopyThread", requests{"Query": 1, "BatchWriteItem": 12}, func(t *testing.T) {
 			if err := s.CopyThread(t.Context(), ref.Tenant, ref.ThreadID, ref.ThreadID+"-copy"); err != nil {
 				t.Fatal(err)
@@ -218,7 +229,8 @@ func TestRequestCounts(t *testing.T) {
 		}},
 		{"DeleteThread", requests{"Query": 1, "BatchWriteItem": 12}, func(t *testing.T) {
 			// 9 checkpoints, 10 bundles and 2 error writes, 5+5+99+150
-			// blobs: 280 items, 25 a request.
+			// blobs: 280 items, and their tree index: 9 nodes, 2 flags and
+			// the marker; 25 a request.
 			if err := s.DeleteThread(t.Context(), ref.Tenant, ref.ThreadID); err != nil {
 				t.Fatal(err)
 			}
@@ -391,7 +403,7 @@ func expiryCounts(s *dynamo.Store) []countTest {
 		}, setup: func(t *testing.T) {
 			storetest.MustPutExpiringWrites(t, e, storetest.At(ref, "0004"), session(80*time.Minute), w)
 		}},
-		{name: "SetExpiryCheckpointOnly", want: requests{"Query": 1, "BatchGetItem": 1, "UpdateItem": 1}, fn: func(t *testing.T) {
+		{name: "SetExpiryCheckpointOnly", want: requests{"Query": 1, "BatchGetItem": 1, "TransactWriteItems": 1}, fn: func(t *testing.T) {
 			storetest.MustSetExpiry(t, e, storetest.At(ref, "0006"), session(time.Hour))
 		}},
 	}

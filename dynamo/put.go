@@ -10,11 +10,12 @@ import (
 
 // PutCheckpoint writes the checkpoint's new blobs (insert-if-absent), the
 // update of its namespace's item, which guards the blobs it references (see
-// nsitem.go, lifetimes.go), and the checkpoint item (upsert) in one
-// TransactWriteItems when they fit (100 items, 4 MB), so a checkpoint is
-// never visible without its blobs. Larger puts send the blobs first and the
+// nsitem.go, lifetimes.go), and the checkpoint item (upsert) with its tree
+// index item (treeindex.go) in one TransactWriteItems when they fit (100
+// items, 4 MB), so a checkpoint is never visible without its blobs, nor
+// without its node in the tree. Larger puts send the blobs first and the
 // checkpoint in the last transaction. A put that brings and references no
-// blob is one PutItem. Offloaded payloads are stored before any item that
+// blob is one TransactWriteItems of the checkpoint and its index item. Offloaded payloads are stored before any item that
 // points at them. A put with ExpectHead reads the head first and updates
 // the namespace item in every case, conditioned on its head token (see
 // head.go).
@@ -39,7 +40,8 @@ type putPlan struct {
 	refs    *lifetimesPart
 	ns      nsItem
 	cp      awsx.WriteOp
-	roles   []opRole // of the ops of the last request
+	node    awsx.WriteOp // the checkpoint's tree index item (treeindex.go)
+	roles   []opRole     // of the ops of the last request
 }
 
 // newBlob is a blob a put brings.
@@ -64,6 +66,7 @@ const (
 	roleRef
 	roleBlob
 	roleCheckpoint
+	roleNode
 )
 
 // planPut builds the first request of a put: its new blobs, its checkpoint
@@ -94,7 +97,10 @@ func (s *Store) planPut(ctx context.Context, in *saver.PutCheckpoint) (*putPlan,
 		return nil, err
 	}
 	cp[attrBrought] = broughtAttr(in)
-	p.cp = awsx.WriteOp{Item: cp}
+	p.cp = awsx.WriteOp{Item: cp, Glue: true}
+	if p.node, err = nodeOp(cp, exp); err != nil {
+		return nil, err
+	}
 	// The parts of the namespace item, in the order of their conditions.
 	parts := []nsPart{p.refs}
 	if known != nil {
@@ -138,13 +144,14 @@ func (p *putPlan) ops(exts []awsx.WriteOp) []awsx.WriteOp {
 		}
 	}
 	add(p.cp, opRole{kind: roleCheckpoint})
+	add(p.node, opRole{kind: roleNode})
 	// A namespace item that checks nothing only records entries: when that
 	// would take a request more (a put of 99 new blobs), the entries are
 	// left out, and the first put that references those blobs reads them.
 	if !checks && len(awsx.Chunks(ops)) > len(awsx.Chunks(ops[1:])) {
 		ops, p.roles = ops[1:], p.roles[1:]
 	}
-	if len(ops) == 2 && !checks && len(p.blobs) == 0 && p.refs.len() == 0 {
+	if len(ops) == 3 && !checks && len(p.blobs) == 0 && p.refs.len() == 0 {
 		ops, p.roles = ops[1:], p.roles[1:] // nothing brought or referenced
 	}
 	return ops

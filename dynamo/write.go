@@ -12,9 +12,10 @@ import (
 // PutWrites stores a task's writes in one request: its ordinary writes in
 // one bundle item (see bundle.go), inserted if absent or expired, with its
 // writes to special channels (negative idx), which replace, as items of
-// their own beside it: a single PutItem for the bundle alone, one
-// TransactWriteItems with special writes, so that the writes of a put are
-// stored all together or not at all. The first write of each idx is kept,
+// their own beside it, with the tree index items of the errors and
+// interrupts among them (treeindex.go): a single PutItem for the bundle
+// alone, one TransactWriteItems with special writes, so that the writes of
+// a put are stored all together or not at all. The first write of each idx is kept,
 // as a replayed task must keep its first writes: a task's first bundle
 // against a checkpoint takes sequence number 0, and a put that finds it
 // taken (a replay) puts the writes it lacks as the next, and so on; a
@@ -35,6 +36,11 @@ func (s *Store) PutWrites(ctx context.Context, in saver.PutWrites) error {
 			return fmt.Errorf("dynamo: put writes on %s: write %s/%d: %w", in.ID, w.TaskID, w.Idx, err)
 		}
 	}
+	flags, err := flagOps(ops, in.ExpiresAt) // treeindex.go
+	if err != nil {
+		return fmt.Errorf("dynamo: put writes on %s: %w", in.ID, err)
+	}
+	ops = append(ops, flags...)
 	for seq := 0; ; seq++ {
 		if seq == maxBundles {
 			return fmt.Errorf("dynamo: put writes on %s: %w", in.ID,

@@ -67,11 +67,20 @@ func NewTable(db DB, name string) *Table { return &Table{DB: db, Name: name, Pau
 // Cond, when set, must hold on the stored item for the action to apply.
 // When it does not, the request the op went in fails as a whole and
 // Transact reports the op with the item as stored (see CondFailed).
+//
+// With Check, the op writes nothing: Cond must hold on the item at Item
+// (its key) for the request to apply; it goes only in a transaction.
+//
+// Glue keeps the op in one request with the op after it: Chunks never
+// splits a run of glued ops (an item and its index entry, which must be
+// written together).
 type WriteOp struct {
 	Item   Item
 	Set    *Expr
 	Delete bool
 	Cond   *Expr
+	Check  bool
+	Glue   bool
 }
 
 // CondFailed reports the ops whose condition did not hold, by index in the
@@ -130,6 +139,9 @@ func (t *Table) transactChunk(ctx context.Context, ops []WriteOp) error {
 
 // writeOne sends one op as a PutItem or UpdateItem.
 func (t *Table) writeOne(ctx context.Context, op WriteOp) error {
+	if op.Check {
+		return fmt.Errorf("dynamo: a condition check alone writes nothing; it goes with other ops")
+	}
 	var (
 		cond   *string
 		failed = types.ReturnValuesOnConditionCheckFailureNone
@@ -174,6 +186,14 @@ func (t *Table) writeOne(ctx context.Context, op WriteOp) error {
 
 // transactItem returns op as an action of a transaction.
 func (t *Table) transactItem(op WriteOp) types.TransactWriteItem {
+	if op.Check {
+		c := &types.ConditionCheck{TableName: &t.Name, Key: op.Item, ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}
+		if op.Cond != nil {
+			c.ConditionExpression = &op.Cond.Text
+			c.ExpressionAttributeNames, c.ExpressionAttributeValues = Merge(op.Cond)
+		}
+		return types.TransactWriteItem{ConditionCheck: c}
+	}
 	if op.Delete {
 		d := &types.Delete{TableName: &t.Name, Key: op.Item}
 		if op.Cond != nil {
@@ -230,23 +250,27 @@ func failedConditions(tc *types.TransactionCanceledException) *CondFailed {
 }
 
 // Chunks splits ops, in order, into the requests Transact sends: chunks of
-// at most MaxTransactItems items and MaxTransactBytes estimated bytes. An
-// item over the byte limit alone gets its own chunk (DynamoDB will refuse
-// it with a clear error).
+// at most MaxTransactItems items and MaxTransactBytes estimated bytes, a run
+// of glued ops (WriteOp.Glue) never split. An item over the byte limit alone
+// gets its own chunk (DynamoDB will refuse it with a clear error).
 func Chunks(ops []WriteOp) [][]WriteOp {
 	var (
 		chunks [][]WriteOp
 		cur    []WriteOp
 		size   int
 	)
-	for _, op := range ops {
-		n := ItemSize(op.Item)
-		if len(cur) > 0 && (len(cur) == MaxTransactItems || size+n > MaxTransactBytes) {
+	for i := 0; i < len(ops); {
+		j, n := i+1, ItemSize(ops[i].Item)
+		for ; j < len(ops) && ops[j-1].Glue; j++ {
+			n += ItemSize(ops[j].Item)
+		}
+		if len(cur) > 0 && (len(cur)+j-i > MaxTransactItems || size+n > MaxTransactBytes) {
 			chunks = append(chunks, cur)
 			cur, size = nil, 0
 		}
-		cur = append(cur, op)
+		cur = append(cur, ops[i:j]...)
 		size += n
+		i = j
 	}
 	if len(cur) > 0 {
 		chunks = append(chunks, cur)

@@ -120,20 +120,29 @@ func TestTransactChunks(t *testing.T) {
 		size      int
 		transacts []int // items per TransactWriteItems call
 		singles   int   // PutItem + UpdateItem calls
+		glued     int   // the last glued ops, from the end
 	}{
-		{"One", 1, 10, nil, 1},
-		{"Two", 2, 10, []int{2}, 0},
-		{"Hundred", 100, 10, []int{100}, 0},
-		{"HundredAndOne", 101, 10, []int{100}, 1},
-		{"TwoHundredFifty", 250, 10, []int{100, 100, 50}, 0},
-		{"SizeCap", 12, 390 << 10, []int{10, 2}, 0}, // 10 * 390 KiB fills 4 MiB
-		{"SizeCapSingle", 11, 390 << 10, []int{10}, 1},
+		{"One", 1, 10, nil, 1, 0},
+		{"Two", 2, 10, []int{2}, 0, 0},
+		{"Hundred", 100, 10, []int{100}, 0, 0},
+		{"HundredAndOne", 101, 10, []int{100}, 1, 0},
+		{"TwoHundredFifty", 250, 10, []int{100, 100, 50}, 0, 0},
+		{"SizeCap", 12, 390 << 10, []int{10, 2}, 0, 0}, // 10 * 390 KiB fills 4 MiB
+		{"SizeCapSingle", 11, 390 << 10, []int{10}, 1, 0},
+		// The last two glued: never one in each request.
+		{"GluedAtTheEdge", 101, 10, []int{99, 2}, 0, 2},
+		{"GluedInside", 100, 10, []int{100}, 0, 2},
+		{"GluedSizeCap", 11, 390 << 10, []int{9, 2}, 0, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			db := &fakeDB{}
 			s := NewTable(db, "t")
-			if err := s.Transact(t.Context(), ops(testItems(tt.items, tt.size))); err != nil {
+			o := ops(testItems(tt.items, tt.size))
+			for i := len(o) - tt.glued; i < len(o)-1; i++ {
+				o[i].Glue = true
+			}
+			if err := s.Transact(t.Context(), o); err != nil {
 				t.Fatal(err)
 			}
 			var got []int
