@@ -152,8 +152,8 @@ type expiryPlan struct {
 	node          awsx.WriteOp // the checkpoint's index item, after it
 	writes        []item       // the checkpoint's, for their index items
 	cpRefs        []string     // the checkpoint's offloaded payloads, retagged once
-	sks           []string // the extensions of the last request, in order
-	first         int      // the index of the first extension in it
+	sks           []string     // the extensions of the last request, in order
+	first         int          // the index of the first extension in it
 }
 
 // plan adds what an item of the checkpoint needs: an extension, and a
