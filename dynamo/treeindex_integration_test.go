@@ -92,6 +92,15 @@ func TestTreeIndexFollowsChanges(t *testing.T) {
 		t.Fatalf("nodes %+v", nodes)
 	}
 
+	// From here on the thread has its marker: what follows must keep the
+	// index whole without a rebuild.
+	t.Run("PutsAndWrites", func(t *testing.T) {
+		putNode(t, s, ref, "0007", "0005", "r3", hour)
+		storetest.MustPutWrites(t, s, storetest.At(ref, "0004"), storetest.NewWrite("f", -3, saver.ChannelInterrupt, "stop"))
+		storetest.MustPutExpiringWrites(t, s, storetest.At(sub, "0001"), hour, storetest.NewWrite("g", -1, saver.ChannelError, "boom"))
+		mustMarked(t, s, ref)
+		mustIndexAgree(t, s, ref)
+	})
 	t.Run("SetExpiry", func(t *testing.T) {
 		// Extends 0003 and its error write; then pins 0005 forever.
 		storetest.MustSetExpiry(t, s, storetest.At(ref, "0003"), clock.Now().Add(3*time.Hour).Unix())
@@ -116,6 +125,7 @@ func TestTreeIndexFollowsChanges(t *testing.T) {
 		if err := s.DeleteForRuns(t.Context(), ref.Tenant, []string{"r3"}); err != nil {
 			t.Fatal(err)
 		}
+		mustMarked(t, s, ref)
 		mustIndexAgree(t, s, ref)
 		if nodes := storetest.MustListNodes(t, s, ref.Tenant, ref.ThreadID); len(nodes) != 6 {
 			t.Fatalf("%d nodes after deleting run r3, want 6", len(nodes))
@@ -132,6 +142,7 @@ func TestTreeIndexFollowsChanges(t *testing.T) {
 		if err := s.Prune(t.Context(), ref.Tenant, []string{ref.ThreadID}, saver.PruneKeepLatest); err != nil {
 			t.Fatal(err)
 		}
+		mustMarked(t, s, ref)
 		mustIndexAgree(t, s, ref)
 		if nodes := storetest.MustListNodes(t, s, ref.Tenant, ref.ThreadID); len(nodes) != 2 {
 			t.Fatalf("%d nodes after prune, want the latest of each namespace", len(nodes))
