@@ -65,6 +65,7 @@ func (s *Store) setExpiry(ctx context.Context, ref saver.CheckpointRef, exp int6
 			return err
 		}
 	}
+	cp[attrNS], cp[attrID] = attrS(ref.NS), attrS(ref.ID)
 	if p.node, err = nodeOp(cp, exp); err != nil { // treeindex.go
 		return err
 	}

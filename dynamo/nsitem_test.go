@@ -76,12 +76,12 @@ func TestNamespaceItemParts(t *testing.T) {
 		{
 			"update x!!: " + vouchA + " AND ch:a.h = '" + ha + "' AND (ch:doc.v = '1' AND ch:doc.e = 0 AND ch:doc.h = '" + h1 + "') AND " + headCond +
 				": SET kind = 'lifetimes', head = {i=2 n=N}, ch:doc = {e=0 h=" + h2 + " v=2} REMOVE expires_at",
-			"put b!!doc!2!: attribute_not_exists(PK) OR expires_at <= 1000000", putCP,
+			"put b!!doc!2!: attribute_not_exists(PK) OR expires_at <= 1000000", putCP, putNode,
 		},
 		{
 			"update x!!: " + vouchA + " AND ch:a.h = '" + ha + "' AND " + headCond +
 				": SET kind = 'lifetimes', head = {i=2 n=N}, ch:doc = {e=0 h=" + h2 + " v=2} REMOVE expires_at",
-			"put b!!doc!2!: attribute_not_exists(PK) OR expires_at <= 1000000", putCP,
+			"put b!!doc!2!: attribute_not_exists(PK) OR expires_at <= 1000000", putCP, putNode,
 		},
 	}
 	for i, w := range want {
