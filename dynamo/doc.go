@@ -166,9 +166,9 @@
 //	                the channel since)
 //	conditional     1 Query (the head, projected) + the put's requests,
 //	put_checkpoint  with the lifetimes item always in the transaction: 1
-//	                TransactWriteItems where the put would be 1 PutItem
-//	                (no blob), 1 TransactWriteItems + 1 PutItem for 99 new
-//	                blobs; so 2 requests in the common case. A moved head:
+//	                TransactWriteItems (with the namespace item, where
+//	                the put alone would leave it out), 2 for 99 new blobs;
+//	                so 2 requests in the common case. A moved head:
 //	                the Query alone. A writer that lost a race: Query,
 //	                cancelled TransactWriteItems, Query (3). A stale token:
 //	                + 1 Query + 1 TransactWriteItems, once. Write units: the

@@ -45,11 +45,13 @@ func TestHeadGuardRequestCounts(t *testing.T) {
 	}{
 		{"FirstNoBlobs", requests{"Query": 1, "TransactWriteItems": 1}, func(t *testing.T) { put(t, "0001", "", 0) }},
 		{"5Blobs", requests{"Query": 1, "TransactWriteItems": 1}, func(t *testing.T) { put(t, "0002", "0001", 5) }},
-		{"99Blobs", requests{"Query": 1, "TransactWriteItems": 1, "PutItem": 1}, func(t *testing.T) { put(t, "0003", "0002", 99) }},
+		// The namespace item and 99 blobs, then the checkpoint with its
+		// tree index item.
+		{"99Blobs", requests{"Query": 1, "TransactWriteItems": 2}, func(t *testing.T) { put(t, "0003", "0002", 99) }},
 		{"Moved", requests{"Query": 1}, func(t *testing.T) {
 			storetest.MustConflict(t, s, storetest.ExpectingHead(storetest.NewCheckpoint(ref, "0004"), "0002"))
 		}},
-		{"Unconditional", requests{"PutItem": 1}, func(t *testing.T) { put(t, "0004", "-", 0) }},
+		{"Unconditional", requests{"TransactWriteItems": 1}, func(t *testing.T) { put(t, "0004", "-", 0) }},
 		{"StaleToken", requests{"Query": 2, "TransactWriteItems": 2}, func(t *testing.T) { put(t, "0005", "0004", 0) }},
 		{"AfterStaleToken", requests{"Query": 1, "TransactWriteItems": 1}, func(t *testing.T) { put(t, "0006", "0005", 0) }},
 	}
