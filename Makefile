@@ -123,6 +123,7 @@ test-integration:
 test-aws: build venv ui-deps js-deps
 	rc=0; localstack/up.sh && { set -a && . ./$(LOCALSTACK_ENV) && set +a && \
 		$(GO) test -race -count=1 -tags integration ./dynamo/... ./s3offload/... ./localstack/... ./faults/... && \
+		$(GO) test -race -count=1 -tags integration -run 'TestDynamo' ./lincheck/ && \
 		SAVER_BIN=$(abspath $(BIN)) SAVER_STORE=dynamodb SAVER_INIT=true \
 		SAVER_TABLE=saver-pytest-$$$$ SAVER_BUCKET=saver-pytest-$$$$ \
 		$(PY) -m pytest -q python/tests && \
@@ -188,12 +189,17 @@ ui-deps:
 # one table and bucket, one of them killed 20 times. `make test` runs the short
 # versions (5 kills under 8 runs; 3 under 6 for the replicas). The figures
 # (acknowledged / recovered / lost) are printed at the end of each run and kept
-# in .cache/reliability/. About 5 minutes on 2 cores.
+# in .cache/reliability/. Then lincheck/'s history checks (see SOAK_LIN).
+# About 5 minutes on 2 cores.
 SOAK_KILLS ?= 20
 SOAK_RUNS  ?= 16
+# And the history checks of lincheck/ at full size: 16 clients, 20 faults of
+# each kind, 5,000 operations apart.
+SOAK_LIN = SAVER_LIN_CLIENTS=16 SAVER_LIN_FAULTS=$(SOAK_KILLS) SAVER_LIN_OPS=5000
 
 .PHONY: soak
 soak: build venv
+	$(SOAK_LIN) $(GO) test -count=1 -timeout 0 -v -run 'TestEmbeddedKill' ./lincheck/
 	SAVER_BIN=$(abspath $(BIN)) SAVER_KILL_ROUNDS=$(SOAK_KILLS) SAVER_KILL_RUNS=$(SOAK_RUNS) \
 		$(PY) -m pytest -q python/tests/test_kill.py
 	rc=0; localstack/up.sh && { set -a && . ./$(LOCALSTACK_ENV) && set +a && \
@@ -201,7 +207,8 @@ soak: build venv
 		SAVER_TABLE=saver-soak-$$$$ SAVER_BUCKET=saver-soak-$$$$ \
 		SAVER_KILL_ROUNDS=$(SOAK_KILLS) SAVER_KILL_RUNS=$(SOAK_RUNS) \
 		SAVER_SCALEOUT_KILLS=$(SOAK_KILLS) SAVER_SCALEOUT_RUNS=$(SOAK_RUNS) \
-		$(PY) -m pytest -q python/tests/test_kill.py python/tests/test_scaleout.py; } || rc=$$?; \
+		$(PY) -m pytest -q python/tests/test_kill.py python/tests/test_scaleout.py && \
+		$(SOAK_LIN) $(GO) test -count=1 -timeout 0 -v -tags integration -run 'TestDynamo' ./lincheck/; } || rc=$$?; \
 	localstack/down.sh; exit $$rc
 
 # Fuzz: every `func Fuzz...` in the repository's tests, one at a time (go test

@@ -12,6 +12,7 @@ const (
 	EINVALID      = "invalid"      // bad input: the caller must change the request
 	ENOTFOUND     = "not_found"    // the thing asked for does not exist
 	ECONFLICT     = "conflict"     // a condition on the stored state did not hold
+	EGONE         = "gone"         // the thing written to was deleted: a write must not bring it back
 	ETOOLARGE     = "too_large"    // a body, payload or count is over a limit
 	EUNAVAILABLE  = "unavailable"  // a backend is down or throttling; retry later
 	EUNAUTHORIZED = "unauthorized" // no valid credentials
@@ -106,6 +107,23 @@ func headName(id string) string {
 	}
 	return fmt.Sprintf("%q", id)
 }
+
+// CheckpointDeleted is the error of a write that a deletion's tombstone
+// refuses (see tombstone.go): a put whose parent, or a put of a checkpoint,
+// or put_writes against a checkpoint, that DeleteThread, DeleteForRuns or
+// Prune removed within the tombstone lifetime. role says which ("the
+// parent of this put"). Nothing was stored.
+func CheckpointDeleted(ref CheckpointRef, role string) *Error {
+	return Errorf(EGONE, "Checkpoint %q of thread %q, namespace %q (%s) was deleted; nothing was stored. To write to the thread again, start a fresh run on it (a config without checkpoint_id).",
+		ref.ID, ref.ThreadID, ref.NS, role)
+}
+
+// Roles of CheckpointDeleted.
+const (
+	RoleParent      = "the parent of this put"
+	RoleCheckpoint  = "the checkpoint of this put"
+	RoleWritesOwner = "the checkpoint of these writes"
+)
 
 // StoredMetadataTooLarge is the error for a checkpoint whose stored metadata
 // is past a limit a put now enforces (MetadataSize.Check): it was stored

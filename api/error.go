@@ -18,6 +18,7 @@ var statuses = map[string]int{
 	saver.EUNAUTHORIZED: http.StatusUnauthorized,
 	saver.ENOTFOUND:     http.StatusNotFound,
 	saver.ECONFLICT:     http.StatusConflict,
+	saver.EGONE:         http.StatusGone,
 	saver.ETOOLARGE:     http.StatusRequestEntityTooLarge,
 	saver.EUNAVAILABLE:  http.StatusServiceUnavailable,
 	saver.EINTERNAL:     http.StatusInternalServerError,

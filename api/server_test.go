@@ -90,6 +90,7 @@ func TestErrorMapping(t *testing.T) {
 		{"NotFound", saver.Errorf(saver.ENOTFOUND, "No checkpoint."), 404, "not_found"},
 		{"Invalid", saver.Errorf(saver.EINVALID, "Bad."), 400, "invalid"},
 		{"Conflict", saver.Errorf(saver.ECONFLICT, "Moved."), 409, "conflict"},
+		{"Gone", saver.Errorf(saver.EGONE, "Deleted."), 410, "gone"},
 		{"TooLarge", saver.Errorf(saver.ETOOLARGE, "Big."), 413, "too_large"},
 		{"Unavailable", saver.Errorf(saver.EUNAVAILABLE, "Throttled."), 503, "unavailable"},
 		{"Wrapped", errors.Join(errors.New("ctx"), saver.Errorf(saver.ENOTFOUND, "x")), 404, "not_found"},

@@ -7,6 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/saver-dev/saver"
+	"github.com/saver-dev/saver/resume"
 	"github.com/saver-dev/saver/tree"
 )
 
@@ -17,6 +18,7 @@ func (s *Server) registerTreeRoutes(g *echo.Group) {
 	g.GET("/threads/:thread_id/tree/leaves", s.handleTreeLeaves)
 	g.GET("/threads/:thread_id/tree/abandoned", s.handleTreeAbandoned)
 	g.GET("/threads/:thread_id/tree/context", s.handleTreeContext)
+	g.GET("/threads/:thread_id/tree/messages", s.handleTreeMessages)
 }
 
 // loadTree reads the thread's nodes (keys and links only) and builds its tree.
@@ -165,20 +167,111 @@ func (s *Server) handleTreeAbandoned(c echo.Context) error {
 type contextResponse struct {
 	Text    string `json:"text" msgpack:"text"`
 	Drawing string `json:"drawing" msgpack:"drawing"`
+	// Context is the live path's steps with what ran in each; only with
+	// values=true, which also makes Text their rendering.
+	Context *resume.Context `json:"context,omitempty" msgpack:"context,omitempty"`
 }
 
+// maxValueBytes bounds value_bytes: a rendering is for a prompt, not a
+// way around the response budget.
+const maxValueBytes = 1 << 16
+
 // handleTreeContext renders the live path for a prompt ("resume context") and
-// the whole tree as a text drawing.
+// the whole tree as a text drawing. With values=true each step says what ran
+// and what it wrote, each value cut at value_bytes, and checkpoint_ns picks
+// the live path of a subgraph namespace (to its newest checkpoint).
 func (s *Server) handleTreeContext(c echo.Context) error {
-	t, _, err := s.loadTree(c, "limit")
+	t, tid, err := s.loadTree(c, "limit", "values", "value_bytes", "checkpoint_ns")
 	if err != nil {
 		return err
 	}
-	limit := 0
-	if v := c.QueryParam("limit"); v != "" {
-		if limit, err = strconv.Atoi(v); err != nil || limit < 0 {
-			return saver.Errorf(saver.EINVALID, "limit must be a non-negative integer.")
+	limit, err := intParam(c, "limit", 0, 1<<31-1)
+	if err != nil {
+		return err
+	}
+	values := false
+	if v := c.QueryParam("values"); v != "" {
+		if values, err = strconv.ParseBool(v); err != nil {
+			return saver.Errorf(saver.EINVALID, "values must be true or false.")
 		}
 	}
-	return respond(c, http.StatusOK, contextResponse{Text: t.ResumeContext(limit), Drawing: t.Draw()})
+	valueBytes, err := intParam(c, "value_bytes", resume.DefaultValueBytes, maxValueBytes)
+	if err != nil {
+		return err
+	}
+	if !values {
+		if c.QueryParam("value_bytes") != "" || c.QueryParam("checkpoint_ns") != "" {
+			return saver.Errorf(saver.EINVALID, "value_bytes and checkpoint_ns need values=true.")
+		}
+		return respond(c, http.StatusOK, contextResponse{Text: t.ResumeContext(limit), Drawing: t.Draw()})
+	}
+	head, err := nsHead(c, t, tid)
+	if err != nil {
+		return err
+	}
+	rc, err := resume.Build(c.Request().Context(), s.Store, s.tenant(c), t, head, resume.Options{Limit: limit, ValueBytes: valueBytes})
+	if err != nil {
+		return err
+	}
+	return respond(c, http.StatusOK, contextResponse{Text: rc.Text(), Drawing: t.Draw(), Context: rc})
+}
+
+type messagesResponse struct {
+	Messages []resume.LiveMessage `json:"messages" msgpack:"messages"`
+}
+
+// handleTreeMessages returns the live path's messages, ready for a chat model.
+func (s *Server) handleTreeMessages(c echo.Context) error {
+	t, tid, err := s.loadTree(c, "checkpoint_ns")
+	if err != nil {
+		return err
+	}
+	head, err := nsHead(c, t, tid)
+	if err != nil {
+		return err
+	}
+	ms, err := resume.Messages(c.Request().Context(), s.Store, s.tenant(c), head)
+	if err != nil {
+		return err
+	}
+	return respond(c, http.StatusOK, messagesResponse{Messages: ms})
+}
+
+// nsHead returns the end of the live path of the checkpoint_ns query
+// parameter's namespace: the thread's head for the root namespace, the
+// newest checkpoint of a subgraph namespace.
+func nsHead(c echo.Context, t *tree.Tree, tid string) (*tree.Node, error) {
+	ns := c.QueryParam("checkpoint_ns")
+	if err := saver.ValidateNS(ns); err != nil {
+		return nil, err
+	}
+	if ns == "" {
+		if h := t.Head(); h != nil {
+			return h, nil
+		}
+		return nil, saver.NoCheckpoint(tid, "")
+	}
+	var head *tree.Node
+	for _, n := range t.Leaves() { // by namespace, then id: the last wins
+		if n.NS == ns {
+			head = n
+		}
+	}
+	if head == nil {
+		return nil, saver.NoCheckpoint(tid, ns)
+	}
+	return head, nil
+}
+
+// intParam reads an integer query parameter in [0, most], def when absent.
+func intParam(c echo.Context, name string, def, most int) (int, error) {
+	v := c.QueryParam(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 || n > most {
+		return 0, saver.Errorf(saver.EINVALID, "%s must be an integer from 0 to %d.", name, most)
+	}
+	return n, nil
 }

@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -10,6 +11,7 @@ import (
 	"github.com/saver-dev/saver"
 	"github.com/saver-dev/saver/api"
 	"github.com/saver-dev/saver/mock"
+	"github.com/saver-dev/saver/storetest"
 )
 
 // forked is a thread whose step 2 was replayed from checkpoint 1: "2" is the
@@ -96,6 +98,71 @@ func TestTree(t *testing.T) {
 		rec := do(t, s, "GET", tt.path, "", nil)
 		if rec.Code != tt.status || errorCode(t, rec) != tt.code {
 			t.Fatalf("%s: Code=%d body %s, want %d %s", tt.path, rec.Code, rec.Body, tt.status, tt.code)
+		}
+	}
+}
+
+// TestTreeContextValues serves the resume context with values and the live
+// messages: the abandoned attempt "2" is one line, and its writes are not
+// read, while the live steps' writes are.
+func TestTreeContextValues(t *testing.T) {
+	var read []string
+	s := MustMockServer(t, &mock.Store{
+		ListNodesFn: func(context.Context, string, string) ([]saver.Node, error) { return forked(), nil },
+		GetTupleFn: func(_ context.Context, ref saver.CheckpointRef) (*saver.Tuple, error) {
+			read = append(read, ref.ID)
+			tup := &saver.Tuple{Checkpoint: saver.Checkpoint{CheckpointRef: ref}}
+			switch ref.ID {
+			case "2":
+				tup.Writes = []saver.Write{{TaskID: "x", TaskPath: "~__pregel_pull, agent", Idx: -1, Channel: saver.ChannelError,
+					Value: saver.Typed{Type: "msgpack", Data: []byte("\xa4boom")}}}
+			case "3":
+				tup.Writes = []saver.Write{{TaskID: "y", TaskPath: "~__pregel_pull, agent", Channel: "messages",
+					Value: storetest.MessageValue(t, "ai", "a1", "hello")}}
+			}
+			return tup, nil
+		},
+	})
+	rec := do(t, s, "GET", "/v1/threads/t/tree/context?values=true&value_bytes=50", "", nil)
+	var body struct {
+		Text    string          `json:"text"`
+		Context json.RawMessage `json:"context"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &body); rec.Code != 200 || err != nil {
+		t.Fatalf("Code=%d body %s", rec.Code, rec.Body)
+	}
+	want := "step -1 · input · ok\n" +
+		"  abandoned: 1 checkpoint from 1, error: boom\n" +
+		"step 0 · fork · ok\n" +
+		"  agent wrote messages: ai: hello\n" +
+		"step 1 · loop · ok\n"
+	if diff := cmp.Diff(want, body.Text); diff != "" {
+		t.Errorf("text (-want +got):\n%s", diff)
+	}
+	if !json.Valid(body.Context) || len(body.Context) < 10 {
+		t.Errorf("context %s", body.Context)
+	}
+	// Checkpoint 1's writes led to the abandoned 2, so they are not read.
+	if diff := cmp.Diff([]string{"2", "3", "4"}, read); diff != "" {
+		t.Errorf("tuples read (-want +got):\n%s", diff)
+	}
+
+	rec = do(t, s, "GET", "/v1/threads/t/tree/messages", "", nil)
+	if rec.Code != 200 || !strings.Contains(rec.Body.String(), `"messages":[{"type":"ai","data":{`) {
+		t.Errorf("messages: Code=%d body %s", rec.Code, rec.Body)
+	}
+
+	for _, path := range []string{
+		"/v1/threads/t/tree/context?values=maybe",
+		"/v1/threads/t/tree/context?value_bytes=10",
+		"/v1/threads/t/tree/context?values=true&value_bytes=-1",
+		"/v1/threads/t/tree/context?values=true&value_bytes=100000000",
+		"/v1/threads/t/tree/context?values=true&checkpoint_ns=nowhere",
+		"/v1/threads/t/tree/messages?limit=1",
+	} {
+		rec := do(t, s, "GET", path, "", nil)
+		if rec.Code/100 != 4 {
+			t.Errorf("%s: Code=%d body %s, want 4xx", path, rec.Code, rec.Body)
 		}
 	}
 }

@@ -25,7 +25,9 @@ func blobKey(ref saver.CheckpointRef, channel, version string) []byte {
 // With ExpectHead, the namespace's head is compared in the same transaction
 // (see headOf): a moved head fails the put before it writes anything. Write
 // transactions are serialised, so the head read in a put's transaction is
-// the head its write lands on: the store honours ExpectHead.
+// the head its write lands on: the store honours ExpectHead. A put whose
+// parent or own id a deletion tombstoned stores nothing (EGONE, see
+// refusePut).
 func (s *Store) PutCheckpoint(ctx context.Context, in saver.PutCheckpoint) error {
 	// Encode before the transaction: the group commit may run the function twice, and
 	// the encoding is the same every time.
@@ -52,10 +54,16 @@ func (s *Store) PutCheckpoint(ctx context.Context, in saver.PutCheckpoint) error
 	for ch, ver := range in.ChannelVersions {
 		refs = append(refs, blobKey(in.CheckpointRef, ch, ver))
 	}
-	var moved error // the conflict the last run of the function found
+	var moved error // the conflict or tombstone the last run of the function found
 	err = s.update(ctx, "put checkpoint", func(tx kvTx) error {
 		now := s.Now()
-		if moved = nil; in.ExpectHead != nil {
+		// Checked in the put's own transaction: a deletion's tombstone is
+		// laid in the transaction that deletes, so no put slips between.
+		var err error
+		if moved, err = refusePut(tx, &in, now); moved != nil || err != nil {
+			return err // write nothing, as below
+		}
+		if in.ExpectHead != nil && !skipHeadCheck {
 			head, err := headOf(tx.Bucket(bucketCheckpoints), in.CheckpointRef, now)
 			if err != nil {
 				return err

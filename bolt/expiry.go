@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -224,7 +225,7 @@ func extendWrites(wb kvBucket, ck []byte, expiresAt int64, now time.Time) error 
 // of a large file never holds the writer lock for long.
 const sweepBatch = 1000
 
-// Sweep deletes the checkpoints, blobs and writes that have expired, and
+// Sweep deletes the checkpoints, blobs, writes and tombstones that have expired, and
 // returns how many it deleted. Reads never return expired items, so Sweep
 // only gives their space back; run it now and then. It works through the
 // file in short transactions, between which writers proceed.
@@ -233,7 +234,7 @@ const sweepBatch = 1000
 // checkpoints that reference it, and a put never revives an expired one.
 func (s *Store) Sweep(ctx context.Context) (int, error) {
 	total := 0
-	for _, name := range threadBuckets {
+	for _, name := range append(slices.Clone(threadBuckets), bucketTombstones) {
 		var from []byte
 		for {
 			var deleted int

@@ -21,8 +21,11 @@ func (s *Store) Batch(ctx context.Context, tenant string, ops []saver.ItemOp) ([
 	var refresh [][]byte // keys of items read with a refresh asked for
 	puts := map[string]int{}
 	var order []string // keys put, in the order of their last put
+	reads := 0
 	for i, op := range ops {
-		if p, ok := op.(saver.PutOp); ok {
+		if p, ok := op.(saver.PutOp); !ok {
+			reads++
+		} else {
 			k := string(itemKey(tenant, p.Namespace, p.Key))
 			if _, seen := puts[k]; seen {
 				order = deleteString(order, k)
@@ -32,29 +35,19 @@ func (s *Store) Batch(ctx context.Context, tenant string, ops []saver.ItemOp) ([
 		}
 	}
 	now := s.Now()
-	err := s.view(ctx, "item batch", func(tx kvTx) error {
-		b := tx.Bucket(bucketItems)
-		for i, op := range ops {
-			var err error
-			switch op := op.(type) {
-			case saver.GetOp:
-				results[i].Item, err = getItem(ctx, b, tenant, op, now, &refresh)
-			case *saver.SearchOp:
-				results[i].Items, err = searchItems(ctx, b, tenant, op, now, &refresh)
-			case saver.ListNamespacesOp:
-				results[i].Namespaces, err = listNamespaces(ctx, b, tenant, op, now)
-			}
-			if err != nil {
-				return err
-			}
+	// A batch of puts alone reads nothing, and opens no read transaction
+	// (closing a Pebble snapshot schedules compactions: a profile of puts
+	// showed it).
+	if reads > 0 {
+		if err := s.readItems(ctx, tenant, ops, results, now, &refresh); err != nil {
+			return results, err
 		}
-		return nil
-	})
-	if err != nil || (len(puts) == 0 && len(refresh) == 0) {
-		return results, err
 	}
-	err = s.update(ctx, "item batch", func(tx kvTx) error {
-		b, eb := tx.Bucket(bucketItems), tx.Bucket(bucketItemExpiry)
+	if len(puts) == 0 && len(refresh) == 0 {
+		return results, nil
+	}
+	err := s.update(ctx, "item batch", func(tx kvTx) error {
+		b, vb, eb := tx.Bucket(bucketItems), tx.Bucket(bucketItemVectors), tx.Bucket(bucketItemExpiry)
 		for _, k := range refresh {
 			if _, put := puts[string(k)]; put {
 				continue // the put sets the expiry
@@ -64,7 +57,7 @@ func (s *Store) Batch(ctx context.Context, tenant string, ops []saver.ItemOp) ([
 			}
 		}
 		for _, k := range order {
-			if err := putItem(b, eb, []byte(k), ops[puts[k]].(saver.PutOp), now); err != nil {
+			if err := putItem(b, vb, eb, []byte(k), ops[puts[k]].(saver.PutOp), now); err != nil {
 				return err
 			}
 		}
@@ -74,6 +67,30 @@ func (s *Store) Batch(ctx context.Context, tenant string, ops []saver.ItemOp) ([
 		return nil, err
 	}
 	return results, nil
+}
+
+// readItems runs the batch's reads (gets, searches, listings) in one read
+// transaction, so that they see one state, into results; refresh gets the
+// keys of the items read with a refresh asked for.
+func (s *Store) readItems(ctx context.Context, tenant string, ops []saver.ItemOp, results []saver.ItemResult, now time.Time, refresh *[][]byte) error {
+	return s.view(ctx, "item batch", func(tx kvTx) error {
+		b := tx.Bucket(bucketItems)
+		for i, op := range ops {
+			var err error
+			switch op := op.(type) {
+			case saver.GetOp:
+				results[i].Item, err = getItem(ctx, b, tenant, op, now, refresh)
+			case *saver.SearchOp:
+				results[i].Items, err = searchItems(ctx, b, tx.Bucket(bucketItemVectors), tenant, op, now, refresh)
+			case saver.ListNamespacesOp:
+				results[i].Namespaces, err = listNamespaces(ctx, b, tenant, op, now)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 func deleteString(l []string, s string) []string {
@@ -116,10 +133,11 @@ func getItem(ctx context.Context, b kvBucket, tenant string, op saver.GetOp, now
 	return &it, nil
 }
 
-// searchItems reads every item under the prefix, the header of each and
-// the value only when a filter needs it, and keeps the first offset+limit
-// in a top-k selection of keys; only the page returned is read in full.
-func searchItems(ctx context.Context, b kvBucket, tenant string, op *saver.SearchOp, now time.Time, refresh *[][]byte) ([]saver.Item, error) {
+// searchItems reads every item under the prefix, the header of each, its
+// vectors when the search has a query (from vb, walked beside b) and its
+// value only when a filter needs it, and keeps the first offset+limit in a
+// top-k selection of keys; only the page returned is read in full.
+func searchItems(ctx context.Context, b, vb kvBucket, tenant string, op *saver.SearchOp, now time.Time, refresh *[][]byte) ([]saver.Item, error) {
 	if op.Limit == 0 {
 		return []saver.Item{}, nil // nothing to read for, as on DynamoDB
 	}
@@ -128,9 +146,11 @@ func searchItems(ctx context.Context, b kvBucket, tenant string, op *saver.Searc
 	skip := len(prefix) - len(tenantRest) // the tenant component
 	top := saver.NewTopK(op.Offset + op.Limit)
 	var query *saver.Query
+	var vectors *vectorReader
 	if op.Query != nil {
 		q := saver.NewQuery(op.Query)
 		query = &q
+		vectors = newVectorReader(vb, prefix)
 	}
 	filter := op.ItemFilter()
 	err := scanPrefix(ctx, b, prefix, func(k, v []byte) error {
@@ -143,7 +163,13 @@ func searchItems(ctx context.Context, b kvBucket, tenant string, op *saver.Searc
 		}
 		h := saver.Hit{UpdatedAt: time.Unix(0, r.updatedAt)}
 		if query != nil {
-			score, ok := query.ScoreBytes(r.vectors, r.n)
+			vs := r.vectors
+			if r.vectorsApart() {
+				if vs = vectors.at(k); vs == nil {
+					return fmt.Errorf("item %q: %w: its vectors are missing", k, errBadItem)
+				}
+			}
+			score, ok := query.ScoreBytes(vs, r.n)
 			if !ok {
 				return nil
 			}
@@ -243,6 +269,32 @@ func listNamespaces(ctx context.Context, b kvBucket, tenant string, op saver.Lis
 	return out[op.Offset:], nil
 }
 
+// vectorReader reads the vectors of the items under a prefix from
+// item_vectors, beside a scan of their records: both buckets hold their
+// keys in the same order, so one cursor moving forward serves the scan.
+type vectorReader struct {
+	c    kvCursor
+	k, v []byte
+}
+
+func newVectorReader(vb kvBucket, prefix []byte) *vectorReader {
+	r := &vectorReader{c: vb.Cursor()}
+	r.k, r.v = r.c.Seek(prefix)
+	return r
+}
+
+// at returns the vectors under k, nil if there are none. Each call's k
+// must follow the last one's: the cursor only moves forward.
+func (r *vectorReader) at(k []byte) []byte {
+	for r.k != nil && bytes.Compare(r.k, k) < 0 {
+		r.k, r.v = r.c.Next()
+	}
+	if r.k == nil || !bytes.Equal(r.k, k) {
+		return nil
+	}
+	return r.v
+}
+
 // refreshItem restarts the TTL of the live item under k.
 func refreshItem(b, eb kvBucket, k []byte, now time.Time) error {
 	v := b.Get(k)
@@ -263,15 +315,21 @@ func refreshItem(b, eb kvBucket, k []byte, now time.Time) error {
 	return eb.Put(itemExpiryKey(exp, k), []byte{})
 }
 
-// putItem stores or deletes the item under k. A live item's created_at is
-// kept; an expired one is replaced as if absent.
-func putItem(b, eb kvBucket, k []byte, op saver.PutOp, now time.Time) error {
+// putItem stores or deletes the item under k, its record in b and its
+// vectors in vb. A live item's created_at is kept; an expired one is
+// replaced as if absent.
+func putItem(b, vb, eb kvBucket, k []byte, op saver.PutOp, now time.Time) error {
 	old, live, err := liveItem(b, k, now)
 	if err != nil {
 		return err
 	}
 	if old.expiresAt != 0 {
 		if err := eb.Delete(itemExpiryKey(old.expiresAt, k)); err != nil {
+			return err
+		}
+	}
+	if old.vectorsApart() && (op.Value == nil || len(op.Vectors) == 0) {
+		if err := vb.Delete(k); err != nil {
 			return err
 		}
 	}
@@ -287,7 +345,13 @@ func putItem(b, eb kvBucket, k []byte, op saver.PutOp, now time.Time) error {
 	if live {
 		r.createdAt = old.createdAt
 	}
-	if err := b.Put(k, encodeItem(r, op.Vectors, op.Value)); err != nil {
+	if len(op.Vectors) > 0 {
+		r.n, r.dims = len(op.Vectors), len(op.Vectors[0])
+		if err := vb.Put(k, encodeVectors(op.Vectors)); err != nil {
+			return err
+		}
+	}
+	if err := b.Put(k, encodeItem(r, op.Value)); err != nil {
 		return err
 	}
 	if r.expiresAt != 0 {
@@ -307,7 +371,7 @@ func (s *Store) SweepItems(ctx context.Context) (int, error) {
 		more := false
 		err := s.update(ctx, "sweep items", func(tx kvTx) error {
 			now := s.Now()
-			b, eb := tx.Bucket(bucketItems), tx.Bucket(bucketItemExpiry)
+			b, vb, eb := tx.Bucket(bucketItems), tx.Bucket(bucketItemVectors), tx.Bucket(bucketItemExpiry)
 			limit := []byte(idxComponent(now.UnixNano() + 1)) // expired at now: expiry <= now
 			var doomed [][]byte
 			c := eb.Cursor()
@@ -338,6 +402,11 @@ func (s *Store) SweepItems(ctx context.Context) (int, error) {
 				if r.expired(now) && r.expiresAt == expiryOf(ek) {
 					if err := b.Delete(ik); err != nil {
 						return err
+					}
+					if r.vectorsApart() {
+						if err := vb.Delete(ik); err != nil {
+							return err
+						}
 					}
 					deleted++
 				}

@@ -9,10 +9,11 @@ import (
 	"github.com/saver-dev/saver"
 )
 
-// Items (LangGraph's BaseStore) live in two buckets of their own:
+// Items (LangGraph's BaseStore) live in three buckets of their own:
 //
 //	items        (tenant, label_1, ..., label_n, "", key) -> item record
-//	item_expiry  expiry ++ item key                        -> empty
+//	item_vectors the same key                                -> the item's vectors
+//	item_expiry  expiry ++ item key                          -> empty
 //
 // Labels are never empty, so the empty component ends the namespace: the
 // key of (tenant, labels...) without it is a byte prefix of exactly the
@@ -23,37 +24,52 @@ import (
 // a TTL, by expiry (Unix nanoseconds, encoded as a write's idx), for Sweep.
 //
 // An item record is binary, its fixed header first so that a search reads
-// an item's expiry, update time and vectors without decoding its value:
+// an item's expiry and update time without decoding its value:
 //
-//	version    1 byte (1)
+//	version    1 byte (2)
 //	expires_at 8 bytes, Unix nanoseconds, 0 never
 //	ttl        8 bytes, nanoseconds, 0 none
 //	created_at 8 bytes, Unix nanoseconds
 //	updated_at 8 bytes, Unix nanoseconds
 //	vectors    4 bytes, how many
 //	dims       4 bytes, numbers per vector
-//	vectors    vectors*dims float32, little-endian
 //	value      the rest: the JSON object, as the client sent it
+//
+// The vectors themselves (vectors*dims float32, little-endian, end to end)
+// are apart, under the item's key in item_vectors, when it has any: a
+// vector of 384 dims is 1.5 KB, ten times a typical value, and only a
+// search with a query reads them, walking both buckets' prefix side by
+// side; gets, filtered searches and listings read the records alone.
+//
+// Records of version 1, written before vectors moved apart, hold their
+// vectors between dims and the value. They read as they are; the next put
+// of the item writes it anew as version 2.
 var (
-	bucketItems      = []byte("items")
-	bucketItemExpiry = []byte("item_expiry")
+	bucketItems       = []byte("items")
+	bucketItemVectors = []byte("item_vectors")
+	bucketItemExpiry  = []byte("item_expiry")
 )
 
 const (
-	itemRecordVersion = 1
+	itemRecordInline  = 1 // vectors inside the record
+	itemRecordVersion = 2 // vectors apart
 	itemHeaderBytes   = 1 + 8*4 + 4 + 4
 )
 
 var errBadItem = errors.New("malformed item record")
 
-// itemRecord is an item record's header, and its vectors and value as
-// slices of the record's bytes.
+// itemRecord is an item record's header, and its value as a slice of the
+// record's bytes; vectors too for a record of version 1.
 type itemRecord struct {
 	expiresAt, ttl, createdAt, updatedAt int64
 	n, dims                              int
-	vectors                              []byte // n*dims float32, little-endian
+	inline                               bool   // version 1: the vectors are in the record
+	vectors                              []byte // a version 1 record's n*dims float32, little-endian
 	value                                []byte
 }
+
+// vectorsApart reports whether the item has vectors in item_vectors.
+func (r itemRecord) vectorsApart() bool { return !r.inline && r.n > 0 }
 
 // nsKey is the key prefix of a namespace and everything under it: the
 // tenant and the labels.
@@ -92,28 +108,32 @@ func parseItemKey(rest []byte) (saver.Namespace, string, error) {
 	return ns, k, err
 }
 
-func encodeItem(r itemRecord, vectors [][]float32, value []byte) []byte {
-	dims := 0
-	if len(vectors) > 0 {
-		dims = len(vectors[0])
-	}
-	b := make([]byte, 0, itemHeaderBytes+4*len(vectors)*dims+len(value))
+// encodeItem returns the record of an item whose vectors are n of dims
+// numbers each, kept apart (encodeVectors).
+func encodeItem(r itemRecord, value []byte) []byte {
+	b := make([]byte, 0, itemHeaderBytes+len(value))
 	b = append(b, itemRecordVersion)
 	for _, x := range []int64{r.expiresAt, r.ttl, r.createdAt, r.updatedAt} {
 		b = binary.BigEndian.AppendUint64(b, uint64(x))
 	}
-	b = binary.BigEndian.AppendUint32(b, uint32(len(vectors)))
-	b = binary.BigEndian.AppendUint32(b, uint32(dims))
+	b = binary.BigEndian.AppendUint32(b, uint32(r.n))
+	b = binary.BigEndian.AppendUint32(b, uint32(r.dims))
+	return append(b, value...)
+}
+
+// encodeVectors lays vectors end to end as item_vectors keeps them.
+func encodeVectors(vectors [][]float32) []byte {
+	b := make([]byte, 0, 4*len(vectors)*len(vectors[0]))
 	for _, v := range vectors {
 		for _, x := range v {
 			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(x))
 		}
 	}
-	return append(b, value...)
+	return b
 }
 
 func decodeItem(b []byte) (itemRecord, error) {
-	if len(b) < itemHeaderBytes || b[0] != itemRecordVersion {
+	if len(b) < itemHeaderBytes || (b[0] != itemRecordVersion && b[0] != itemRecordInline) {
 		return itemRecord{}, errBadItem
 	}
 	be := binary.BigEndian
@@ -124,12 +144,19 @@ func decodeItem(b []byte) (itemRecord, error) {
 		updatedAt: int64(be.Uint64(b[25:])),
 		n:         int(be.Uint32(b[33:])),
 		dims:      int(be.Uint32(b[37:])),
+		inline:    b[0] == itemRecordInline,
 	}
-	vb := 4 * r.n * r.dims
-	if r.n > saver.MaxItemVectors || r.dims > saver.MaxVectorDims || len(b) < itemHeaderBytes+vb {
+	if r.n > saver.MaxItemVectors || r.dims > saver.MaxVectorDims {
 		return itemRecord{}, errBadItem
 	}
-	r.vectors = b[itemHeaderBytes : itemHeaderBytes+vb]
+	vb := 0
+	if r.inline {
+		vb = 4 * r.n * r.dims
+		if len(b) < itemHeaderBytes+vb {
+			return itemRecord{}, errBadItem
+		}
+		r.vectors = b[itemHeaderBytes : itemHeaderBytes+vb]
+	}
 	r.value = b[itemHeaderBytes+vb:]
 	return r, nil
 }

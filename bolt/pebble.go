@@ -45,9 +45,11 @@ var pebblePrefixes = map[string]byte{
 	string(bucketCheckpoints):  'c',
 	string(bucketBlobs):        'b',
 	string(bucketWrites):       'w',
+	string(bucketTombstones):   'g',
 	string(bucketLedger):       'l',
 	string(bucketLedgerExpiry): 'e',
 	string(bucketItems):        'i',
+	string(bucketItemVectors):  'v',
 	string(bucketItemExpiry):   'x',
 	string(bucketNodes):        'n',
 	string(bucketMeta):         'm',
@@ -59,6 +61,7 @@ type pebbleEngine struct {
 	// reserve is the free space below which Update refuses to commit (see
 	// roomFor).
 	reserve uint64
+	wal     *walEstimate
 	// mu keeps Close from running under a transaction: pebble panics on a
 	// snapshot or batch of a closed DB.
 	mu     sync.RWMutex
@@ -109,7 +112,11 @@ func (e *pebbleEngine) Update(fn func(kvTx) error) error {
 	if err := e.roomFor(uint64(b.Len()), !t.puts); err != nil {
 		return err
 	}
-	return b.Commit(pebble.Sync)
+	if err := b.Commit(pebble.Sync); err != nil {
+		return err
+	}
+	e.wal.committed(uint64(b.Len()))
+	return nil
 }
 
 // roomFor fails with ENOSPC unless a commit of n bytes leaves the file
@@ -127,7 +134,7 @@ func (e *pebbleEngine) Update(fn func(kvTx) error) error {
 // that earlier ones have not used yet, cannot take the reserve between
 // them.
 //
-// A commit of deletions only (deletion: no puts) may go into the reserve,
+// A commit of deletions only (deletion: no puts but tombstones) may go into the reserve,
 // down to a quarter of it: deleting is how space is freed, and its
 // tombstones are small, but a disk with nothing free refuses them too, as
 // their log write would fail.
@@ -140,7 +147,7 @@ func (e *pebbleEngine) roomFor(n uint64, deletion bool) error {
 	if deletion {
 		reserve /= 4
 	}
-	pending := e.db.Metrics().WAL.Size
+	pending := e.wal.bytes(e.db)
 	if free < reserve+pending+2*n {
 		return fmt.Errorf("%d bytes free, under the %d kept in reserve, %d to flush and %d to commit: %w",
 			free, reserve, pending, 2*n, syscall.ENOSPC)
@@ -240,7 +247,11 @@ func (b *pebbleBucket) Put(k, v []byte) error {
 	if b.t.w == nil {
 		return errors.New("put in a read transaction")
 	}
-	b.t.puts = true
+	// A tombstone is part of the deletion that lays it (tombstone.go): a
+	// deletion freeing space on a full disk may lay its tombstones too.
+	if b.prefix != pebblePrefixes[string(bucketTombstones)] {
+		b.t.puts = true
+	}
 	return b.t.w.Set(b.key(k), v, nil)
 }
 
@@ -347,7 +358,10 @@ func (s *Store) openPebble(path string, create bool) error {
 	// the read or compaction that found it fails; Pebble's default is a
 	// Fatalf, which took the process down (or, in a request, answered 500
 	// with Pebble's state left inconsistent).
+	wal := newWALEstimate()
 	opts.AddEventListener(pebble.EventListener{
+		FlushEnd:   func(pebble.FlushInfo) { wal.shrank() },
+		WALDeleted: func(pebble.WALDeleteInfo) { wal.shrank() },
 		DataCorruption: func(info pebble.DataCorruptionInfo) {
 			s.noteDamage(fmt.Errorf("table %s: %w", filepath.Base(info.Path), pebble.ErrCorruption), "details", info.Details)
 		},
@@ -363,7 +377,7 @@ func (s *Store) openPebble(path string, create bool) error {
 	for {
 		db, err := pebble.Open(path, opts)
 		if err == nil {
-			s.db = &pebbleEngine{db: db, dir: path, reserve: s.ReserveBytes}
+			s.db = &pebbleEngine{db: db, dir: path, reserve: s.ReserveBytes, wal: wal}
 			if err := removeBackupLeftovers(path); err != nil {
 				s.Logger.Warn("cannot remove a backup's leftover checkpoint beside the store", "path", path, "error", err)
 			}

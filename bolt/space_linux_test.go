@@ -124,6 +124,14 @@ func TestDiskFullAfterADeletion(t *testing.T) {
 		s := MustOpen(t, filepath.Join(dir, "saver.db"))
 		ref, doomed := storetest.NewRef(), storetest.NewRef()
 		storetest.MustPutCheckpoint(t, s, storetest.NewCheckpoint(doomed, "1"))
+		// The puts below stop within a put's size of the reserve, with
+		// whatever the memtable holds still to flush: freeing only the
+		// filler would leave the store as full as it made itself. A
+		// ballast, freed at the end, is room the store did not fill.
+		ballast := filepath.Join(dir, "ballast")
+		if err := os.WriteFile(ballast, make([]byte, 2*bolt.PebbleMemTable), 0o600); err != nil {
+			t.Fatal(err)
+		}
 		put := func(i, size int) error {
 			in := storetest.NewCheckpoint(ref, fmt.Sprintf("%08d", i))
 			storetest.SetChannel(&in, "messages", fmt.Sprint(i), strings.Repeat(fmt.Sprint(i%10), size))
@@ -147,6 +155,9 @@ func TestDiskFullAfterADeletion(t *testing.T) {
 			t.Fatalf("put after a deletion, half the reserve free: %v, want unavailable", err)
 		}
 		free()
+		if err := os.Remove(ballast); err != nil {
+			t.Fatal(err)
+		}
 		if err := s.Ping(t.Context()); err != nil {
 			t.Fatalf("Ping after space was freed: %v", err)
 		}

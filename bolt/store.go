@@ -28,8 +28,8 @@
 //
 // # Key layout
 //
-// The buckets below, and those of the Store's items (itemrecord.go), hold
-// the data (on Pebble, key prefixes of one keyspace, a byte each). Keys are tuples of string components, each
+// The buckets below hold the data (on Pebble, key prefixes of one
+// keyspace, a byte each). Keys are tuples of string components, each
 // escaped (0x00 -> 0x01 0x01, 0x01 -> 0x01 0x02) and followed by a 0x00
 // separator, so that byte order is tuple order and the key of a tuple prefix
 // is a byte prefix of exactly the keys that extend it. No thread id,
@@ -45,6 +45,9 @@
 //	nodes          (tenant, thread, ns, checkpoint_id)               -> node record
 //	               (tenant, thread, ns, checkpoint_id, task_id, idx) -> expiry of an error or interrupt write
 //	meta           name                                              -> fact about the store (the tree index is whole)
+//
+// and the Store's items three more, which itemrecord.go describes: items,
+// item_vectors and item_expiry.
 //
 // idx is 8 bytes, big-endian with the sign bit flipped, so that writes of a
 // task sort by idx as numbers; a ledger record's expiry (Unix nanoseconds)
@@ -139,7 +142,7 @@ var (
 const initialMmapSize = 1 << 30
 
 // buckets are every bucket of the file, created by Open.
-var buckets = append(slices.Clone(threadBuckets), bucketLedger, bucketLedgerExpiry, bucketItems, bucketItemExpiry, bucketMeta)
+var buckets = append(slices.Clone(threadBuckets), bucketTombstones, bucketLedger, bucketLedgerExpiry, bucketItems, bucketItemVectors, bucketItemExpiry, bucketMeta)
 
 // Store is a saver.Store in one bbolt file. Its exported fields are knobs
 // read by Open; set them with Options.
@@ -164,6 +167,10 @@ type Store struct {
 	// refused (EUNAVAILABLE, the disk full) rather than take it (see
 	// pebbleEngine.roomFor). Default: DefaultReserveBytes.
 	ReserveBytes uint64
+	// TombstoneLifetime is how long a deletion's tombstones refuse late
+	// writes to what it deleted (see saver's tombstone.go). Default:
+	// saver.DefaultTombstoneLifetime.
+	TombstoneLifetime time.Duration
 
 	path   string
 	db     engine
@@ -174,6 +181,9 @@ type Store struct {
 	backingUp atomic.Bool
 	// scanHook, when set (by tests), runs inside DeleteForRuns's scan.
 	scanHook func()
+	// buryHook, when set (by tests), runs after each transaction that
+	// deletes and tombstones checkpoints has committed.
+	buryHook func()
 }
 
 var _ saver.Store = (*Store)(nil)
@@ -192,6 +202,9 @@ func WithNow(now func() time.Time) Option { return func(s *Store) { s.Now = now 
 
 // WithEngine sets Store.Engine.
 func WithEngine(name string) Option { return func(s *Store) { s.Engine = name } }
+
+// WithTombstoneLifetime sets Store.TombstoneLifetime.
+func WithTombstoneLifetime(d time.Duration) Option { return func(s *Store) { s.TombstoneLifetime = d } }
 
 // WithReserve sets Store.ReserveBytes.
 func WithReserve(n uint64) Option { return func(s *Store) { s.ReserveBytes = n } }
@@ -230,6 +243,9 @@ func Open(path string, opts ...Option) (*Store, error) {
 	}
 	if s.Engine == "" {
 		s.Engine = EnginePebble
+	}
+	if s.TombstoneLifetime == 0 {
+		s.TombstoneLifetime = saver.DefaultTombstoneLifetime
 	}
 	if s.ReserveBytes == 0 {
 		s.ReserveBytes = DefaultReserveBytes

@@ -23,17 +23,36 @@ const maxDeleteBatch = 500
 
 // DeleteThread removes every checkpoint, blob and write of the thread:
 // its tree index first (tree queries stop showing it), then checkpoints,
-// writes and blobs, maxDeleteBatch keys a transaction, so a crash part-way
-// leaves at worst an older part of the thread, whole, that a second delete
-// removes.
+// each tombstoned in the transaction that deletes it with its writes and
+// index entries (see saver's tombstone.go), then the other writes, then
+// blobs, maxDeleteBatch keys a transaction, so a crash part-way leaves at
+// worst an older part of the thread, whole, that a second delete removes.
+// Last, the checkpoints that raced the deletion go (buryStragglers).
 func (s *Store) DeleteThread(ctx context.Context, tenant, threadID string) error {
 	prefix := key(tenant, threadID)
-	for _, name := range []([]byte){bucketNodes, bucketCheckpoints, bucketWrites, bucketBlobs} {
+	if err := s.deleteWhere(ctx, "delete thread", bucketNodes, prefix, nil); err != nil {
+		return err
+	}
+	if err := s.buryWhere(ctx, "delete thread", prefix, nil); err != nil {
+		return err
+	}
+	for _, name := range []([]byte){bucketWrites, bucketBlobs} {
 		if err := s.deleteWhere(ctx, "delete thread", name, prefix, nil); err != nil {
 			return err
 		}
 	}
-	return nil
+	return s.buryStragglers(ctx, "delete thread", prefix, nil, nil)
+}
+
+// buryWhere deletes the checkpoints under prefix for which doomed says so
+// (all of them when doomed is nil), with their writes, as deleteWhere
+// does, and lays a tombstone for each in the transaction that deletes it.
+func (s *Store) buryWhere(ctx context.Context, op string, prefix []byte, doomed func(tx kvTx, rest, v []byte) (bool, error)) error {
+	stone, err := s.tombstone()
+	if err != nil {
+		return err
+	}
+	return s.deleteKeys(ctx, op, bucketCheckpoints, prefix, stone, doomed)
 }
 
 // deleteWhere deletes the keys under prefix of bucket for which doomed says
@@ -42,17 +61,26 @@ func (s *Store) DeleteThread(ctx context.Context, tenant, threadID string) error
 // one looked at. doomed gets the transaction, the key after prefix and the
 // value.
 func (s *Store) deleteWhere(ctx context.Context, op string, bucket, prefix []byte, doomed func(tx kvTx, rest, v []byte) (bool, error)) error {
+	return s.deleteKeys(ctx, op, bucket, prefix, nil, doomed)
+}
+
+// deleteKeys is deleteWhere, and buryWhere when stone, a tombstone's
+// record, is set.
+func (s *Store) deleteKeys(ctx context.Context, op string, bucket, prefix, stone []byte, doomed func(tx kvTx, rest, v []byte) (bool, error)) error {
 	for from := prefix; from != nil; {
 		// fn may run twice (see update): it starts from from each time,
 		// and the loop moves on only once its transaction committed.
 		var next []byte
 		err := s.update(ctx, op, func(tx kvTx) error {
 			var err error
-			next, err = deleteBatch(tx, bucket, prefix, from, doomed)
+			next, err = deleteBatch(tx, bucket, prefix, from, stone, doomed)
 			return err
 		})
 		if err != nil {
 			return err
+		}
+		if stone != nil && s.buryHook != nil {
+			s.buryHook()
 		}
 		from = next
 	}
@@ -62,8 +90,9 @@ func (s *Store) deleteWhere(ctx context.Context, op string, bucket, prefix []byt
 // deleteBatch deletes up to maxDeleteBatch doomed keys under prefix from
 // the key from on, and returns the key to resume at, nil when it reached
 // the end of prefix. Keys are collected first: a bbolt cursor is not safe
-// to move on after its bucket changed.
-func deleteBatch(tx kvTx, bucket, prefix, from []byte, doomed func(tx kvTx, rest, v []byte) (bool, error)) ([]byte, error) {
+// to move on after its bucket changed. With stone set, the keys are
+// checkpoints': each gets stone as its tombstone, and its writes go too.
+func deleteBatch(tx kvTx, bucket, prefix, from, stone []byte, doomed func(tx kvTx, rest, v []byte) (bool, error)) ([]byte, error) {
 	b := tx.Bucket(bucket)
 	var keys [][]byte
 	c := b.Cursor()
@@ -86,6 +115,20 @@ func deleteBatch(tx kvTx, bucket, prefix, from []byte, doomed func(tx kvTx, rest
 	}
 	for _, k := range keys {
 		if err := b.Delete(k); err != nil {
+			return nil, err
+		}
+		if stone == nil {
+			continue
+		}
+		if err := tx.Bucket(bucketTombstones).Put(k, stone); err != nil {
+			return nil, err
+		}
+		// A checkpoint's key is the prefix of its writes' keys, and of its
+		// index entries' (a straggler has them: it was put whole).
+		if err := deletePrefix(tx.Bucket(bucketWrites), k); err != nil {
+			return nil, err
+		}
+		if err := deletePrefix(tx.Bucket(bucketNodes), k); err != nil {
 			return nil, err
 		}
 	}
@@ -120,6 +163,10 @@ const maxRunBatch = 100
 // DeleteForRuns removes the checkpoints whose metadata run_id is one of
 // runIDs, and their writes. Blobs stay: other checkpoints may share them.
 //
+// Each checkpoint is tombstoned in the transaction that deletes it (see
+// saver's tombstone.go), and the puts that raced the deletion go last
+// (buryStragglers).
+//
 // There is no index by run id: it finds them by skimming the run id out of
 // every checkpoint record of the tenant, in read transactions, which hold
 // up no writer. It refuses (ECONFLICT, deleting nothing) when a checkpoint
@@ -135,16 +182,23 @@ func (s *Store) DeleteForRuns(ctx context.Context, tenant string, runIDs []strin
 	if err != nil {
 		return err
 	}
+	var present map[string]map[string]bool
 	err = s.view(ctx, "delete for runs", func(tx kvTx) error {
-		return checkRunChains(ctx, tx, doomed, s.Now())
+		var err error
+		present, err = checkRunChains(ctx, tx, doomed, s.Now())
+		return err
 	})
+	if err != nil {
+		return err
+	}
+	stone, err := s.tombstone()
 	if err != nil {
 		return err
 	}
 	for start := 0; start < len(doomed); start += maxRunBatch {
 		batch := doomed[start:min(start+maxRunBatch, len(doomed))]
 		err := s.update(ctx, "delete for runs", func(tx kvTx) error {
-			cps, wb := tx.Bucket(bucketCheckpoints), tx.Bucket(bucketWrites)
+			cps, wb, tb := tx.Bucket(bucketCheckpoints), tx.Bucket(bucketWrites), tx.Bucket(bucketTombstones)
 			for _, d := range batch {
 				k := checkpointKey(d.ref)
 				v := cps.Get(k)
@@ -160,6 +214,9 @@ func (s *Store) DeleteForRuns(ctx context.Context, tenant string, runIDs []strin
 				if err := cps.Delete(k); err != nil {
 					return err
 				}
+				if err := tb.Put(k, stone); err != nil {
+					return err
+				}
 				// A checkpoint's key is the prefix of its writes' keys, and of
 				// its index entries'.
 				if err := deletePrefix(wb, k); err != nil {
@@ -172,6 +229,21 @@ func (s *Store) DeleteForRuns(ctx context.Context, tenant string, runIDs []strin
 			return nil
 		})
 		if err != nil {
+			return err
+		}
+		if s.buryHook != nil {
+			s.buryHook()
+		}
+	}
+	// The puts that raced the deletion, namespace by namespace.
+	seen := map[string]bool{}
+	for _, d := range doomed {
+		prefix := key(d.ref.Tenant, d.ref.ThreadID, d.ref.NS)
+		if seen[string(prefix)] {
+			continue
+		}
+		seen[string(prefix)] = true
+		if err := s.buryStragglers(ctx, "delete for runs", prefix, runs, present[string(prefix)]); err != nil {
 			return err
 		}
 	}
@@ -229,7 +301,9 @@ func (s *Store) findRuns(ctx context.Context, tenant string, runs map[string]boo
 
 // checkRunChains fails with ECONFLICT when deleting doomed would leave a
 // checkpoint that stays without part of its Chain (see saver.Severs).
-func checkRunChains(ctx context.Context, tx kvTx, doomed []runCheckpoint, now time.Time) error {
+// It returns the ids of the live checkpoints with a parent in each of
+// doomed's namespaces, by namespace key (tenant, thread, ns).
+func checkRunChains(ctx context.Context, tx kvTx, doomed []runCheckpoint, now time.Time) (map[string]map[string]bool, error) {
 	type nsKey struct{ thread, ns string }
 	gone := map[nsKey]map[string]bool{}
 	var order []nsKey
@@ -245,17 +319,25 @@ func checkRunChains(ctx context.Context, tx kvTx, doomed []runCheckpoint, now ti
 	if len(doomed) > 0 {
 		tenant = doomed[0].ref.Tenant
 	}
+	present := map[string]map[string]bool{}
 	for _, k := range order {
 		ref := saver.CheckpointRef{Tenant: tenant, ThreadID: k.thread, NS: k.ns}
 		children, err := childLinks(ctx, tx, ref, now)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if err := saver.Severs(k.thread, k.ns, gone[k], children, newChainReader(tx, ref, now).node); err != nil {
-			return err
+			return nil, err
 		}
+		ids := map[string]bool{}
+		for _, cs := range children {
+			for _, id := range cs {
+				ids[id] = true
+			}
+		}
+		present[string(key(tenant, k.thread, k.ns))] = ids
 	}
-	return nil
+	return present, nil
 }
 
 // childLinks returns, for every live checkpoint of ref's namespace, the ids
@@ -512,7 +594,7 @@ func (s *Store) keepLatest(ctx context.Context, thread saver.CheckpointRef) erro
 			if err != nil {
 				return err
 			}
-			next, err = deleteBatch(tx, bucketBlobs, prefix, from, func(_ kvTx, rest, _ []byte) (bool, error) {
+			next, err = deleteBatch(tx, bucketBlobs, prefix, from, nil, func(_ kvTx, rest, _ []byte) (bool, error) {
 				return !referenced[string(rest)], nil
 			})
 			return err

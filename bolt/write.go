@@ -14,7 +14,8 @@ func writeKey(ref saver.CheckpointRef, taskID string, idx int64) []byte {
 
 // PutWrites stores writes against a checkpoint, which need not exist:
 // special writes (negative idx) replace, the others are inserted if absent
-// or expired. Each write expires at in.ExpiresAt.
+// or expired. Each write expires at in.ExpiresAt. Writes against a
+// checkpoint a deletion tombstoned are refused (EGONE), none stored.
 func (s *Store) PutWrites(ctx context.Context, in saver.PutWrites) error {
 	type kv struct {
 		k, v    []byte
@@ -35,8 +36,15 @@ func (s *Store) PutWrites(ctx context.Context, in saver.PutWrites) error {
 			}
 		}
 	}
-	return s.update(ctx, "put writes", func(tx kvTx) error {
+	var gone error // the tombstone the last run of the function found
+	err := s.update(ctx, "put writes", func(tx kvTx) error {
 		now := s.Now()
+		ok, err := buried(tx, checkpointKey(in.CheckpointRef), now)
+		if gone = nil; ok || err != nil {
+			// Write nothing, yet let the shared transaction commit.
+			gone = saver.CheckpointDeleted(in.CheckpointRef, saver.RoleWritesOwner)
+			return err
+		}
 		wb := tx.Bucket(bucketWrites)
 		for _, w := range writes {
 			if !w.upserts {
@@ -59,6 +67,10 @@ func (s *Store) PutWrites(ctx context.Context, in saver.PutWrites) error {
 		}
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	return gone
 }
 
 // readWrites returns the writes of a checkpoint that have not expired at

@@ -149,21 +149,30 @@
 // (TestRequestCounts, TestClaimRace, TestListNodesLongThread):
 //
 //	put_checkpoint  1 TransactWriteItems: the checkpoint with its tree
-//	                index item, up to 97 new blobs (4 MB) and the
-//	                namespace's lifetimes item; the checkpoint and its
-//	                index item alone when it brings and references no blob
-//	                (a PutItem before the index). 2 when
+//	                index item, the tombstone checks of its parent and its
+//	                id (tombstone.go), up to 95 new blobs (4 MB) and the
+//	                namespace's lifetimes item; with no blob brought or
+//	                referenced, the checkpoint, its index item and the
+//	                checks alone (a PutItem before the index and the
+//	                checks). 2 when
 //	                a referenced blob must be extended (with an expiry:
 //	                about once per lifetime per unchanged channel; or once
 //	                when a thread's scope turns to forever); + 1
 //	                BatchGetItem when no lifetimes entry vouches for a
 //	                referenced blob (a fork). 1 more per 100 items beyond
-//	                the first; a put of 98 new blobs leaves their entries
-//	                out rather than take a second request. A value stored as
+//	                the first; a put of 96 new blobs with a parent (97
+//	                without) leaves their entries out rather than take a
+//	                second request. A value stored as
 //	                a patch (patched.go) changes none of this; + 1
 //	                TransactWriteItems, with the whole value, when its base
 //	                is no longer the channel's version (another process put
-//	                the channel since)
+//	                the channel since). Write units of a 2 KB checkpoint
+//	                (TestMeasureWriteCosts): no blob 3 as the PutItem
+//	                before the index and the checks, 10 with its index item
+//	                and the check of its id (2 a small item of a
+//	                transaction), 12 with its parent's check too; with a
+//	                new 1 KB blob and a parent, 12 before the index and the
+//	                checks, 14 with the index, 18 with the checks too
 //	conditional     1 Query (the head, projected) + the put's requests,
 //	put_checkpoint  with the lifetimes item always in the transaction: 1
 //	                TransactWriteItems (with the namespace item, where
@@ -174,15 +183,20 @@
 //	                + 1 Query + 1 TransactWriteItems, once. Write units: the
 //	                lifetimes item's update (2 for one under 1 KB), also
 //	                when the put brings and references no blob
-//	put_writes      1 PutItem of a bundle of the ordinary writes, whatever
-//	                their number (+ 1 S3 PutObject when over the offload
-//	                threshold); with writes to special channels (negative
-//	                idx), 1 TransactWriteItems of the bundle and those, with
-//	                the tree index items of errors and interrupts, up to
-//	                100 items (4 MB); so a put_writes is stored whole or not at
-//	                all (bundle.go). A replayed task: 1 more per bundle the
-//	                task stored before with writes this one also has (1 for
-//	                a replay of the same writes)
+//	put_writes      1 TransactWriteItems of the tombstone check of the
+//	                checkpoint (tombstone.go) and a bundle of the ordinary
+//	                writes, whatever their number (+ 1 S3 PutObject when
+//	                over the offload threshold), with the writes to special
+//	                channels (negative idx) and the tree index items of the
+//	                errors and interrupts among them, up to 100 items (4
+//	                MB); so a put_writes is stored whole or not at all
+//	                (bundle.go). Before the check a bundle alone was 1
+//	                PutItem: 1 write unit for a small write, 4 with the
+//	                check; a write and an error 4 before the index and the
+//	                check, 8 with both (TestMeasureWriteCosts).
+//	                A replayed task: 1 more per bundle the task stored
+//	                before with writes this one also has (1 for a replay of
+//	                the same writes)
 //	get_tuple       1 Query (the checkpoint with its writes, latest or by id;
 //	                a latest checkpoint with over 7 items of writes: 2, see
 //	                Store.FirstPage) + 1 BatchGetItem per 100 channel values
@@ -213,7 +227,12 @@
 //	                marker (1 PutItem); a query that finds a checkpoint
 //	                outliving the marker puts it again (about once per
 //	                lifetime)
-//	delete_thread   1 Query per 1 MB page + 1 BatchWriteItem per 25 items
+//	delete_thread   1 Query per 1 MB page + 1 BatchWriteItem per 25
+//	                checkpoints (their tombstones, first) + 1 per 25 items,
+//	                tree index items included; then 1 Query per 1 MB page
+//	                of what raced the deletion (tombstone.go), and per pass
+//	                that finds some, its tombstones and deletions (with
+//	                their index items) and 1 Query more
 //	prune           keep_latest: the thread read whole (1 Query per 1 MB
 //	                page), then BatchWriteItems of what goes: all but the
 //	                latest checkpoint of each namespace and its saver.Chain
@@ -222,7 +241,8 @@
 //	delete_for_runs a Scan of the tenant's checkpoints (run_id filtered),
 //	                the thread read whole per thread concerned (to refuse
 //	                severing a chain), then per checkpoint 1 Query + 1
-//	                BatchWriteItem per 25 items
+//	                BatchWriteItem of its tombstone + 1 per 25 items; then
+//	                per thread what raced it, as delete_thread
 //	claim           1 UpdateItem, granted or not (a failed condition returns
 //	                the record); + 1 PutItem when the key's record expired
 //	                and DynamoDB has not deleted it yet

@@ -66,16 +66,23 @@ func (s *Store) deltaHistory(ctx context.Context, in saver.DeltaRequest) (map[st
 		return saver.NewDeltaWalk(nil).Result(), nil
 	}
 	h := &historyScan{s: s, ns: in.NS, pk: partitionKey(in.Tenant, in.ThreadID), target: in.ID,
-		nodes: map[string]*histNode{}, absent: map[seedAt]bool{}, holding: map[[2]string]bool{}}
+		nodes: map[string]*histNode{}, absent: map[seedAt]bool{}, holding: map[[2]string]bool{}, seedExp: map[seedAt]int64{}}
+	h.epoch = s.chains.epoch(h.pk)
 	h.in = &dynamodb.QueryInput{
-		KeyConditionExpression:    ptr("PK = :pk AND begins_with(SK, :sk)"),
-		ExpressionAttributeValues: item{":pk": attrS(h.pk), ":sk": attrS(nsPrefix(in.NS))},
+		KeyConditionExpression:    ptr("PK = :pk AND SK BETWEEN :lo AND :hi"),
+		ExpressionAttributeValues: item{":pk": attrS(h.pk), ":lo": attrS(nsPrefix(in.NS)), ":hi": attrS(nsEnd(in.NS))},
 		ScanIndexForward:          ptr(false),
 	}
 	if in.ID != "" {
 		h.hi = checkpointKey(in.NS, in.ID)
-		h.in.KeyConditionExpression = ptr("PK = :pk AND SK BETWEEN :lo AND :hi")
-		h.in.ExpressionAttributeValues = item{":pk": attrS(h.pk), ":lo": attrS(nsPrefix(in.NS)), ":hi": attrS(h.hi)}
+		h.in.ExpressionAttributeValues[":hi"] = attrS(h.hi)
+	}
+	// With the older part of the chain cached, read only what is newer:
+	// down to the newest checkpoint cached below the target, and further
+	// only if the chain goes elsewhere (h.more).
+	if b := s.chains.below(nsKey{h.pk, in.NS}, in.ID); b != "" {
+		h.bounded = true
+		h.in.ExpressionAttributeValues[":lo"] = attrS(afterCheckpoint(in.NS, b))
 	}
 	project(&h.in.ProjectionExpression, &h.in.ExpressionAttributeNames, historyAttrs)
 	for {
@@ -100,6 +107,20 @@ func (s *Store) deltaHistory(ctx context.Context, in saver.DeltaRequest) (map[st
 	}
 }
 
+// afterCheckpoint sorts after the keys of checkpoint id of ns and its
+// writes, and before those of every larger id: its id part ends in sep+1,
+// a byte no escaped part holds, where theirs ends in sep or goes on with a
+// byte above esc.
+func afterCheckpoint(ns, id string) string { return beforeBound(ns, id) + string(rune(sep+1)) }
+
+// nsEnd sorts after every key of namespace ns and before the next
+// namespace's: nsPrefix with its last sep raised by one (a byte no
+// escaped part holds).
+func nsEnd(ns string) string {
+	p := nsPrefix(ns)
+	return p[:len(p)-1] + string(rune(sep+1))
+}
+
 // histNode is a checkpoint as the history scan read it, with its writes.
 type histNode struct {
 	key      string
@@ -108,6 +129,10 @@ type histNode struct {
 	versions map[string]string
 	brought  map[string]bool // nil: the item predates attrBrought
 	writes   []item
+	exp      int64 // the earliest expiry of its items read (0: never)
+	// cached, when not nil, is the checkpoint as the chain cache holds it
+	// (writes decoded; the item fields above are unset).
+	cached *chainEntry
 }
 
 // seedAt is a channel's value at a checkpoint.
@@ -121,9 +146,13 @@ type historyScan struct {
 	target string // "" until the latest is found, when none was asked for
 	hi     string // the Query's upper bound: the target's key, "" for the latest
 	in     *dynamodb.QueryInput
-	nodes  map[string]*histNode
-	low    string // the smallest sort key read so far ("" before any)
-	done   bool   // the Query has no more pages
+	// bounded says the Query stops above the chain cache's part (its :lo),
+	// and reads on below only when the chain goes past it uncached.
+	bounded bool
+	epoch   uint64 // the chain cache's, when the scan started
+	nodes   map[string]*histNode
+	low     string // the smallest sort key read so far ("" before any)
+	done    bool   // the Query has no more pages
 	// pending are the writes read since the last checkpoint item, which
 	// belong to the next checkpoint the scan meets (if of their id).
 	pending   []item
@@ -133,6 +162,8 @@ type historyScan struct {
 	// holding remembers holds by channel and version: a version's value
 	// is where the version came from, whichever checkpoint asks.
 	holding map[[2]string]bool
+	seedExp map[seedAt]int64 // the expiries of the seeds read
+
 }
 
 // page reads the next page of the Query.
@@ -173,7 +204,8 @@ func (h *historyScan) add(it item) {
 		}
 		h.pending = append(h.pending, it)
 	case itemCheckpoint:
-		n := &histNode{key: getS(it, attrSK), id: id, parent: getS(it, attrParent), versions: map[string]string{}}
+		n := &histNode{key: getS(it, attrSK), id: id, parent: getS(it, attrParent), versions: map[string]string{},
+			exp: getN(it, attrExpiresAt)}
 		maps.Copy(n.versions, stringMap(it[attrVersions]))
 		if m, ok := it[attrBrought].(*types.AttributeValueMemberM); ok {
 			n.brought = make(map[string]bool, len(m.Value))
@@ -184,6 +216,9 @@ func (h *historyScan) add(it item) {
 		}
 		if id == h.pendingID {
 			n.writes = h.pending
+			for _, w := range n.writes {
+				n.exp = earliest(n.exp, getN(w, attrExpiresAt))
+			}
 		}
 		h.pendingID, h.pending = "", nil
 		if h.target == "" {
@@ -206,13 +241,45 @@ func (h *historyScan) node(ctx context.Context, id string) (n *histNode, outOfOr
 		if h.hi != "" && key > h.hi {
 			return nil, true, nil
 		}
-		if h.done || (h.low != "" && key >= h.low) {
+		if id != h.target {
+			if e := h.s.chains.get(chainKey{nsKey{h.pk, h.ns}, id}, h.s.Now().Unix()); e != nil {
+				n := &histNode{key: key, id: id, parent: e.parent, versions: e.versions, brought: e.brought, exp: e.exp, cached: e}
+				h.nodes[id] = n
+				return n, false, nil
+			}
+		}
+		if h.low != "" && key >= h.low {
 			return nil, false, nil
 		}
-		if err := h.page(ctx); err != nil {
+		if more, err := h.more(ctx); !more || err != nil {
 			return nil, false, err
 		}
 	}
+}
+
+// more reads the next page, going on below the cached part's bound once
+// the Query within it is done; false when there is nothing left to read.
+func (h *historyScan) more(ctx context.Context) (bool, error) {
+	if h.done {
+		if !h.bounded {
+			return false, nil
+		}
+		h.bounded, h.done = false, false
+		h.in.ExpressionAttributeValues[":lo"] = attrS(nsPrefix(h.ns))
+		h.in.ExclusiveStartKey = nil
+		if h.low != "" {
+			h.in.ExclusiveStartKey = item{attrPK: attrS(h.pk), attrSK: attrS(h.low)}
+		}
+	}
+	return true, h.page(ctx)
+}
+
+// earliest returns the earlier of two expiries, 0 standing for never.
+func earliest(a, b int64) int64 {
+	if a == 0 || (b != 0 && b < a) {
+		return b
+	}
+	return a
 }
 
 // historyPlan is where each channel's walk is expected to end.
@@ -228,9 +295,12 @@ type historyPlan struct {
 // plan follows the chain from the target's parent and finds, per channel,
 // the nearest ancestor that holds a value of it, reading pages as needed.
 func (h *historyScan) plan(ctx context.Context, channels []string, maxBytes int64) (*historyPlan, error) {
-	for h.target == "" && !h.done {
-		if err := h.page(ctx); err != nil {
-			return nil, err
+	for h.target == "" {
+		if more, err := h.more(ctx); !more || err != nil {
+			if err != nil {
+				return nil, err
+			}
+			break
 		}
 	}
 	p := &historyPlan{candidates: map[seedAt]string{}}
@@ -267,6 +337,13 @@ func (h *historyScan) plan(ctx context.Context, channels []string, maxBytes int6
 		for _, it := range a.writes {
 			if remaining[getS(it, attrChannel)] || isBundle(it) {
 				bytes += int64(awsx.ItemSize(it))
+			}
+		}
+		if a.cached != nil {
+			for i := range a.cached.writes {
+				if w := &a.cached.writes[i]; remaining[w.Channel] {
+					bytes += w.Size()
+				}
 			}
 		}
 		for ch := range remaining {
@@ -333,15 +410,27 @@ func (h *historyScan) origin(ctx context.Context, a *histNode, channel, ver stri
 // candidate absent, when one holds no value after all.
 func (h *historyScan) readSeeds(ctx context.Context, candidates map[seedAt]string) (map[seedAt]*saver.Typed, error) {
 	r := newBlobReader(h.s)
+	seeds := make(map[seedAt]*saver.Typed, len(candidates))
+	var taken int64
 	for at, ver := range candidates {
+		if n := h.nodes[at.id]; n != nil && n.cached != nil && n.cached.seeds[at.channel] != nil {
+			seeds[at] = n.cached.seeds[at.channel]
+			taken += seeds[at].Size()
+			continue
+		}
 		r.want(h.pk, h.ns, at.channel, ver)
+	}
+	if err := saver.Take(ctx, taken); err != nil {
+		return nil, err
 	}
 	if err := r.read(ctx); err != nil {
 		return nil, err
 	}
-	seeds := make(map[seedAt]*saver.Typed, len(candidates))
 	missing := false
 	for at, ver := range candidates {
+		if seeds[at] != nil {
+			continue
+		}
 		val, sb, err := r.value(h.pk, h.ns, at.channel, ver)
 		if err != nil {
 			return nil, err
@@ -352,6 +441,7 @@ func (h *historyScan) readSeeds(ctx context.Context, candidates map[seedAt]strin
 			continue
 		}
 		seeds[at] = &saver.Typed{Type: sb.blob.Value.Type, Data: val.data}
+		h.seedExp[at] = sb.exp
 	}
 	if missing {
 		return nil, nil
@@ -360,16 +450,30 @@ func (h *historyScan) readSeeds(ctx context.Context, candidates map[seedAt]strin
 }
 
 // collect decodes the chain's writes, fetching offloaded ones, and walks it.
+// The ancestors read from the table go to the chain cache, all their
+// writes decoded; those taken from it are charged to ctx's budget as the
+// table's reads are.
 func (h *historyScan) collect(ctx context.Context, in saver.DeltaRequest, plan *historyPlan, seeds map[seedAt]*saver.Typed) (map[string]*saver.DeltaHistory, error) {
 	channels, chain := in.Channels, plan.chain
 	wanted := make(map[string]bool, len(channels))
 	for _, ch := range channels {
 		wanted[ch] = true
 	}
+	keep := h.s.chains != nil
 	var l loads
+	var taken int64
 	parts := make([]*partial, len(chain))
 	for i, n := range chain {
 		p := &partial{tup: &saver.Tuple{}}
+		parts[i] = p
+		if n.cached != nil {
+			for j := range n.cached.writes {
+				if w := &n.cached.writes[j]; wanted[w.Channel] {
+					taken += w.Size()
+				}
+			}
+			continue
+		}
 		for _, it := range n.writes {
 			if isBundle(it) {
 				v := &saver.Typed{}
@@ -379,7 +483,7 @@ func (h *historyScan) collect(ctx context.Context, in saver.DeltaRequest, plan *
 				p.bundles = append(p.bundles, bundleValue{sk: getS(it, attrSK), value: v})
 				continue
 			}
-			if !wanted[getS(it, attrChannel)] {
+			if !keep && !wanted[getS(it, attrChannel)] {
 				continue
 			}
 			w, err := decodeWrite(it, &l)
@@ -388,16 +492,20 @@ func (h *historyScan) collect(ctx context.Context, in saver.DeltaRequest, plan *
 			}
 			p.writes = append(p.writes, w)
 		}
-		parts[i] = p
+	}
+	if err := saver.Take(ctx, taken); err != nil {
+		return nil, err
 	}
 	if err := h.s.fetch(ctx, &l); err != nil {
 		return nil, err
 	}
-	walk := saver.NewDeltaWalk(channels)
-	walk.Limit(in.MaxBytes)
-	stopped := false
+	var entries []*chainEntry
 	for i, n := range chain {
 		p := parts[i]
+		if n.cached != nil {
+			p.tup.Writes = n.cached.writes
+			continue
+		}
 		for _, w := range p.writes {
 			p.tup.Writes = append(p.tup.Writes, *w)
 		}
@@ -405,7 +513,16 @@ func (h *historyScan) collect(ctx context.Context, in saver.DeltaRequest, plan *
 			return nil, fmt.Errorf("checkpoint %s: %w", n.id, err)
 		}
 		saver.SortWrites(p.tup.Writes)
-		if !walk.Visit(n.id, p.tup.Writes, func(ch string) *saver.Typed { return seeds[seedAt{n.id, ch}] }) {
+		if keep {
+			entries = append(entries, h.entry(n, p.tup.Writes, seeds))
+		}
+	}
+	h.s.chains.put(h.epoch, entries...)
+	walk := saver.NewDeltaWalk(channels)
+	walk.Limit(in.MaxBytes)
+	stopped := false
+	for i, n := range chain {
+		if !walk.Visit(n.id, parts[i].tup.Writes, func(ch string) *saver.Typed { return seeds[seedAt{n.id, ch}] }) {
 			stopped = true
 			break
 		}
@@ -414,6 +531,35 @@ func (h *historyScan) collect(ctx context.Context, in saver.DeltaRequest, plan *
 		walk.Stop(chain[len(chain)-1].id)
 	}
 	return walk.Result(), nil
+}
+
+// entry returns what the chain cache keeps of n, an ancestor of the target,
+// read from the table: it has a child, so its writes are whole (see
+// chainCache). Where the walk learnt whether the ancestor a version of a
+// channel came from holds its value, the entry says so as its own
+// attrBrought would, so that the next walk need not go down to that
+// ancestor again; the seeds read at n go with it.
+func (h *historyScan) entry(n *histNode, writes []saver.Write, seeds map[seedAt]*saver.Typed) *chainEntry {
+	e := &chainEntry{key: chainKey{nsKey{h.pk, h.ns}, n.id}, parent: n.parent, versions: n.versions,
+		brought: maps.Clone(n.brought), writes: writes, exp: n.exp}
+	for ch, ver := range n.versions {
+		if _, ok := e.brought[ch]; ok || e.brought == nil {
+			continue
+		}
+		if v, ok := h.holding[[2]string{ch, ver}]; ok {
+			e.brought[ch] = v
+		}
+	}
+	for ch := range n.versions {
+		if v := seeds[seedAt{n.id, ch}]; v != nil {
+			if e.seeds == nil {
+				e.seeds = map[string]*saver.Typed{}
+			}
+			e.seeds[ch] = v
+			e.exp = earliest(e.exp, h.seedExp[seedAt{n.id, ch}])
+		}
+	}
+	return e
 }
 
 // historyByTuples walks the chain one GetTuple per ancestor: for chains

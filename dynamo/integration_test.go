@@ -90,7 +90,7 @@ func TestRequestCounts(t *testing.T) {
 	// cold is another replica: it remembers none of s's values, so its
 	// reads take them from the table.
 	cold := dynamo.NewStore(st.DB, s.Table())
-	ref := storetest.NewRef()
+	ref, other := storetest.NewRef(), storetest.NewRef()
 
 	// A thread with history: the latest checkpoint must not cost more than
 	// the first.
@@ -106,9 +106,18 @@ func TestRequestCounts(t *testing.T) {
 		want requests
 		fn   func(t *testing.T)
 	}{
-		// The checkpoint and its tree index item, together.
+		// The checkpoint, its tree index item and the check that its id
+		// has no tombstone (tombstone.go): one TransactWriteItems.
 		{"PutCheckpointNoBlobs", requests{"TransactWriteItems": 1}, func(t *testing.T) {
 			storetest.MustPutCheckpoint(t, s, storetest.NewCheckpoint(ref, "0005"))
+		}},
+		// A parent adds its check to the same request. (In another thread,
+		// as the 97 blobs below, so that ref's stays as the pins below
+		// count it.)
+		{"PutCheckpointNoBlobsWithParent", requests{"TransactWriteItems": 1}, func(t *testing.T) {
+			in := storetest.NewCheckpoint(other, "0002")
+			in.ParentID = "0001"
+			storetest.MustPutCheckpoint(t, s, in)
 		}},
 		{"PutCheckpoint5Blobs", requests{"TransactWriteItems": 1}, func(t *testing.T) {
 			in := storetest.NewCheckpoint(ref, "0006")
@@ -117,8 +126,20 @@ func TestRequestCounts(t *testing.T) {
 			}
 			storetest.MustPutCheckpoint(t, s, in)
 		}},
-		// 99 blobs, the checkpoint and its index item are 101 items: a
-		// transaction of 98 blobs and the namespace item, then the rest.
+		// 97 new blobs, the check, the checkpoint and its tree index item
+		// fill one transaction, the namespace item left out (98 before
+		// the check; 96 for a put with a parent).
+		{"PutCheckpoint97Blobs", requests{"TransactWriteItems": 1}, func(t *testing.T) {
+			in := storetest.NewCheckpoint(other, "0003")
+			for i := range 97 {
+				storetest.SetChannel(&in, fmt.Sprint("ch", i), "3", "v")
+			}
+			storetest.MustPutCheckpoint(t, s, in)
+		}},
+		// 99 blobs, the check, the checkpoint, its index item and the
+		// namespace item are 103 items: a transaction of the check, the
+		// namespace item and 98 blobs, then the last blob, the check, the
+		// checkpoint and its index item.
 		{"PutCheckpoint99Blobs", requests{"TransactWriteItems": 2}, func(t *testing.T) {
 			in := storetest.NewCheckpoint(ref, "0007")
 			for i := range 99 {
@@ -133,8 +154,10 @@ func TestRequestCounts(t *testing.T) {
 			}
 			storetest.MustPutCheckpoint(t, s, in)
 		}},
-		// An insert-if-absent-or-expired: a conditional PutItem.
-		{"PutOneWrite", requests{"PutItem": 1}, func(t *testing.T) {
+		// An insert-if-absent-or-expired with the check that the
+		// checkpoint has no tombstone: one TransactWriteItems (a PutItem
+		// before the check).
+		{"PutOneWrite", requests{"TransactWriteItems": 1}, func(t *testing.T) {
 			storetest.MustPutWrites(t, s, storetest.At(ref, "0008"), storetest.NewWrite("t", 0, "ch", "w"))
 		}},
 		{"Put25Writes", requests{"TransactWriteItems": 1}, func(t *testing.T) {
@@ -146,7 +169,7 @@ func TestRequestCounts(t *testing.T) {
 			storetest.MustPutWrites(t, s, storetest.At(ref, "0007"), ws...)
 		}},
 		// Ordinary writes go in one bundle item, whatever their number.
-		{"Put100Writes", requests{"PutItem": 1}, func(t *testing.T) {
+		{"Put100Writes", requests{"TransactWriteItems": 1}, func(t *testing.T) {
 			var ws []saver.Write
 			for i := range 100 {
 				ws = append(ws, storetest.NewWrite("u", int64(i), "ch", "w"))
@@ -155,7 +178,7 @@ func TestRequestCounts(t *testing.T) {
 		}},
 		// Past one transaction too: one bundle item, alone or with the
 		// special writes in one transaction.
-		{"Put150Writes", requests{"PutItem": 1}, func(t *testing.T) {
+		{"Put150Writes", requests{"TransactWriteItems": 1}, func(t *testing.T) {
 			var ws []saver.Write
 			for i := range 150 {
 				ws = append(ws, storetest.NewWrite("v", int64(i), "ch", "w"))
@@ -227,10 +250,12 @@ func TestRequestCounts(t *testing.T) {
 				t.Fatal(err)
 			}
 		}},
-		{"DeleteThread", requests{"Query": 1, "BatchWriteItem": 12}, func(t *testing.T) {
-			// 9 checkpoints, 10 bundles and 2 error writes, 5+5+99+150
-			// blobs: 280 items, and their tree index: 9 nodes, 2 flags and
-			// the marker; 25 a request.
+		// 9 checkpoints, 10 bundles and 2 error writes, 5+5+99+150
+		// blobs: 280 items, and their tree index: 9 nodes, 2 flags and
+		// the marker; 25 a request; first 1 request of the 9 checkpoints'
+		// tombstones, and last 1 Query of what raced the deletion
+		// (tombstone.go).
+		{"DeleteThread", requests{"Query": 2, "BatchWriteItem": 13}, func(t *testing.T) {
 			if err := s.DeleteThread(t.Context(), ref.Tenant, ref.ThreadID); err != nil {
 				t.Fatal(err)
 			}
@@ -241,7 +266,7 @@ func TestRequestCounts(t *testing.T) {
 			mustCount(t, st, tt.want, func() { tt.fn(t) })
 		})
 	}
-	for _, tt := range slices.Concat(ledgerCounts(s), expiryCounts(s), deltaCounts(t, s), itemCounts(s)) {
+	for _, tt := range slices.Concat(ledgerCounts(s), expiryCounts(s), deltaCounts(t, st), itemCounts(s)) {
 		t.Run(tt.name, func(t *testing.T) {
 			if tt.setup != nil {
 				tt.setup(t)
@@ -251,25 +276,35 @@ func TestRequestCounts(t *testing.T) {
 	}
 }
 
-// deltaCounts pins the requests of a delta history: one Query (a page
-// reaches back 100 steps of a chat and more) and one BatchGetItem for the
-// seed, whatever the depth; no BatchGetItem when no ancestor holds one.
-func deltaCounts(t *testing.T, s *dynamo.Store) []countTest {
+// deltaCounts pins the requests of a delta history read from the table (a
+// replica whose chain cache is off): one Query (a page reaches back 100
+// steps of a chat and more) and one BatchGetItem for the seed, whatever
+// the depth; no BatchGetItem when no ancestor holds one. With the chain
+// cache, the next turn's history is one Query of the checkpoints newer
+// than what the cache holds, the seed included.
+func deltaCounts(t *testing.T, st *localstack.Stack) []countTest {
+	cached := st.Store
+	s := dynamo.NewStore(st.DB, cached.Table())
+	s.RememberChains(0)
 	ref, fresh := storetest.NewRef(), storetest.NewRef()
 	storetest.PutChat(t, s, ref, 300, 1, 101, 201)
 	storetest.PutChat(t, s, fresh, 80)
-	history := func(ref saver.CheckpointRef, seed string, from, to int) func(t *testing.T) {
+	history := func(s saver.Store, ref saver.CheckpointRef, seed string, from, to int) func(t *testing.T) {
 		return func(t *testing.T) {
 			h := storetest.History{Seed: seed, HasSeed: seed != "", Writes: storetest.ChatWrites(from, to)}
 			storetest.MustEqualHistory(t, s, ref, map[string]storetest.History{"messages": h})
 		}
 	}
 	return []countTest{
-		{name: "DeltaHistoryDepth99", want: requests{"Query": 1, "BatchGetItem": 1}, fn: history(storetest.At(ref, "0300"), "S201", 201, 299)},
-		{name: "DeltaHistoryDepth49", want: requests{"Query": 1, "BatchGetItem": 1}, fn: history(storetest.At(ref, "0150"), "S101", 101, 149)},
-		{name: "DeltaHistoryDepth1", want: requests{"Query": 1, "BatchGetItem": 1}, fn: history(storetest.At(ref, "0202"), "S201", 201, 201)},
-		{name: "DeltaHistoryLatest", want: requests{"Query": 1, "BatchGetItem": 1}, fn: history(ref, "S201", 201, 299)},
-		{name: "DeltaHistoryToTheRoot", want: requests{"Query": 1}, fn: history(storetest.At(fresh, "0080"), "", 1, 79)},
+		{name: "DeltaHistoryDepth99", want: requests{"Query": 1, "BatchGetItem": 1}, fn: history(s, storetest.At(ref, "0300"), "S201", 201, 299)},
+		{name: "DeltaHistoryDepth49", want: requests{"Query": 1, "BatchGetItem": 1}, fn: history(s, storetest.At(ref, "0150"), "S101", 101, 149)},
+		{name: "DeltaHistoryDepth1", want: requests{"Query": 1, "BatchGetItem": 1}, fn: history(s, storetest.At(ref, "0202"), "S201", 201, 201)},
+		{name: "DeltaHistoryLatest", want: requests{"Query": 1, "BatchGetItem": 1}, fn: history(s, ref, "S201", 201, 299)},
+		{name: "DeltaHistoryToTheRoot", want: requests{"Query": 1}, fn: history(s, storetest.At(fresh, "0080"), "", 1, 79)},
+		{name: "DeltaHistoryCachedFirstRead", want: requests{"Query": 1, "BatchGetItem": 1}, fn: history(cached, storetest.At(ref, "0300"), "S201", 201, 299)},
+		{name: "DeltaHistoryCachedNextTurn", want: requests{"Query": 1}, fn: history(cached, ref, "S201", 201, 302),
+			setup: func(t *testing.T) { storetest.PutChatTurns(t, s, ref, 301, 303) }}, // by another replica
+		{name: "DeltaHistoryCachedAgain", want: requests{"Query": 1}, fn: history(cached, storetest.At(ref, "0300"), "S201", 201, 299)},
 	}
 }
 
@@ -387,14 +422,14 @@ func expiryCounts(s *dynamo.Store) []countTest {
 			put(t, "0002.1", "0002", 0, map[string]string{"a": "0001", "b": "0002"}, "e")
 			mustBlobExpiry(t, s, ref, "b", "0002", 0)
 		}},
-		{name: "PutWriteReplayed", want: requests{"PutItem": 1}, fn: func(t *testing.T) {
+		{name: "PutWriteReplayed", want: requests{"TransactWriteItems": 1}, fn: func(t *testing.T) {
 			storetest.MustPutWrites(t, e, storetest.At(ref, "0007"), w)
 		}, setup: func(t *testing.T) {
 			storetest.MustPutWrites(t, e, storetest.At(ref, "0007"), w)
 		}},
 		// The first bundle's key is taken, by the replayed write's: the
 		// write it lacks goes in the next bundle.
-		{name: "PutWritesOneReplayed", want: requests{"PutItem": 2}, fn: func(t *testing.T) {
+		{name: "PutWritesOneReplayed", want: requests{"TransactWriteItems": 2}, fn: func(t *testing.T) {
 			storetest.MustPutWrites(t, e, storetest.At(ref, "0007"), w, storetest.NewWrite("t", 1, "ch", "w1"))
 		}},
 		// 0004's blobs never expire by now; its write is extended with it.

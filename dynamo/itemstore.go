@@ -57,6 +57,16 @@ const maxRefBytes = 2048
 // and back if a live item appears meanwhile.
 const maxItemPutRounds = 4
 
+// maxKeptLoads bounds the bytes of offloaded values a search keeps per
+// shard, once a filter read them, for the answer: past it, a value kept is
+// loaded again should it be returned.
+const maxKeptLoads = 8 << 20
+
+// itemAttrsButVectors are the attributes a search without a query reads:
+// DynamoDB still reads an item's vectors (and bills them), but neither sends
+// them nor has them decoded, ten times a typical value at 384 dims.
+var itemAttrsButVectors = []string{attrPK, attrSK, attrNamespace, attrItemKey, attrValue, attrCreated, attrUpdated, attrItemTTL, attrExpiresNs}
+
 // itemConcurrency bounds the shards queried, and the refreshes written, at
 // once.
 const itemConcurrency = 8
@@ -275,6 +285,9 @@ type storedItem struct {
 	dims                          int
 	vectors                       []byte
 	value                         types.AttributeValue
+	// loaded is the value a filter loaded from the offloader, kept for
+	// the answer; nil when none was, or it is not kept.
+	loaded []byte
 }
 
 func decodeStoredItem(it item) (*storedItem, error) {
@@ -317,11 +330,16 @@ func (si *storedItem) score(q *saver.Query) (float64, bool) {
 	return q.ScoreBytes(si.vectors, n)
 }
 
-// result returns the item as a result, its value deferred in l.
+// result returns the item as a result, its value deferred in l unless it
+// was loaded already.
 func (si *storedItem) result(l *loads) (*saver.Item, error) {
 	it := &saver.Item{
 		Namespace: si.ns, Key: si.key,
 		CreatedAt: time.Unix(0, si.created).UTC(), UpdatedAt: time.Unix(0, si.updated).UTC(),
+	}
+	if si.loaded != nil {
+		it.Value = si.loaded
+		return it, nil
 	}
 	if err := l.value(si.value, &it.Value); err != nil {
 		return nil, fmt.Errorf("store item %s: %w", si.sk, err)
@@ -345,17 +363,18 @@ func (l *loads) value(av types.AttributeValue, dst *[]byte) error {
 	return nil
 }
 
-// valueOf returns the item's value, loading it when offloaded.
-func (s *Store) valueOf(ctx context.Context, si *storedItem) ([]byte, error) {
+// valueOf returns the item's value, loading it when offloaded (loaded
+// true).
+func (s *Store) valueOf(ctx context.Context, si *storedItem) (v []byte, loaded bool, err error) {
 	var l loads
 	it, err := si.result(&l)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if err := s.fetch(ctx, &l); err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return it.Value, nil
+	return it.Value, len(l.refs) > 0, nil
 }
 
 // getItem reads one item: one GetItem (+ one S3 GetObject when its value is
@@ -437,8 +456,10 @@ type shardHits struct {
 
 // searchItems reads every item under the prefix, in its shard or in every
 // shard when the prefix has fewer labels than choose one, and keeps the
-// first offset+limit in a top-k selection per shard, then overall. A filter
-// reads an offloaded value from S3; the page returned is loaded at the end.
+// first offset+limit in a top-k selection per shard, then overall. Without
+// a query it reads no vectors. A filter reads an offloaded value from S3,
+// kept for the answer (up to maxKeptLoads a shard); the rest of the page
+// returned is loaded at the end.
 func (s *Store) searchItems(ctx context.Context, tenant string, op *saver.SearchOp, now time.Time, refresh *[]*storedItem) ([]saver.Item, error) {
 	k := op.Offset + op.Limit
 	if op.Limit == 0 {
@@ -449,11 +470,16 @@ func (s *Store) searchItems(ctx context.Context, tenant string, op *saver.Search
 		q := saver.NewQuery(op.Query)
 		query = &q
 	}
+	var projection []string
+	if query == nil {
+		projection = itemAttrsButVectors
+	}
 	shards := make([]shardHits, itemShards)
 	n, err := eachShard(ctx, op.Prefix, func(ctx context.Context, i, shard int) error {
 		sh := shardHits{top: saver.NewTopK(k), kept: map[string]*storedItem{}}
 		shards[i] = sh
-		return s.queryItems(ctx, tenant, shard, op.Prefix, nil, func(raw item) error {
+		keptLoads := 0 // bytes of the loaded values of sh.kept
+		return s.queryItems(ctx, tenant, shard, op.Prefix, projection, func(raw item) error {
 			si, err := decodeStoredItem(raw)
 			if err != nil || si.expired(now) {
 				return err
@@ -470,12 +496,16 @@ func (s *Store) searchItems(ctx context.Context, tenant string, op *saver.Search
 				return nil
 			}
 			if f := op.ItemFilter(); f != nil {
-				v, err := s.valueOf(ctx, si)
+				v, loaded, err := s.valueOf(ctx, si)
 				if err != nil {
 					return err
 				}
 				if ok, err := f.Match(v); err != nil || !ok {
 					return err
+				}
+				if loaded && keptLoads+len(v) <= maxKeptLoads {
+					si.loaded = v
+					keptLoads += len(v)
 				}
 			}
 			sh.top.Offer(h)
@@ -486,8 +516,10 @@ func (s *Store) searchItems(ctx context.Context, tenant string, op *saver.Search
 					keep[string(h.Ref)] = sh.kept[string(h.Ref)]
 				}
 				clear(sh.kept)
+				keptLoads = 0
 				for sk, si := range keep {
 					sh.kept[sk] = si
+					keptLoads += len(si.loaded)
 				}
 			}
 			return nil

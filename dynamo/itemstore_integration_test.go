@@ -130,3 +130,23 @@ func itemCounts(s *dynamo.Store) []countTest {
 		{name: "ItemListOneLabel", want: requests{"Query": 16}, fn: list([]string{"docs"}, 40)},
 	}
 }
+
+// TestItemSearchFilterLoadsOnce checks that a filtered search reads an
+// offloaded value from S3 once: the value the filter read is the one
+// returned, not loaded again for the answer.
+func TestItemSearchFilterLoadsOnce(t *testing.T) {
+	st := localstack.MustStore(t)
+	tenant, ns := storetest.NewTenant(), saver.Namespace{"users", "u1", "docs"}
+	big := `{"tag": "x", "text": "` + strings.Repeat("x", 360<<10) + `"}`
+	storetest.MustBatch(t, st.Store, tenant,
+		storetest.Put(ns, "big", big, []float32{1, 0, 0}),
+		storetest.Put(ns, "small", `{"tag": "y"}`, []float32{1, 0, 0}))
+	st.S3Requests.Reset()
+	got := storetest.MustSearch(t, st.Store, tenant, saver.SearchOp{Prefix: ns, Limit: 10, Filter: []byte(`{"tag": "x"}`)})
+	if len(got) != 1 || got[0].Key != "big" || string(got[0].Value) != big {
+		t.Fatalf("filtered search found %d items, want big with its value", len(got))
+	}
+	if n := st.S3Requests.Snapshot()["GetObject"]; n != 1 {
+		t.Fatalf("the filtered search sent %d GetObject requests, want 1", n)
+	}
+}

@@ -71,16 +71,17 @@ func TestValuesFromMemory(t *testing.T) {
 	mustValues(warm, "messages", "hi there", "meta", "m")
 	mustCount(t, st, requests{"Query": 1, "BatchGetItem": 1}, func() { mustValues(values(b, ref), "messages", "hi there", "meta", "m") })
 
-	// b deletes the thread and puts the same versions with other bytes.
+	// b deletes the thread and puts the same versions with other bytes, in
+	// checkpoints of new ids (the deleted ids are tombstoned).
 	if err := b.DeleteThread(t.Context(), ref.Tenant, ref.ThreadID); err != nil {
 		t.Fatal(err)
 	}
-	put(b, "0001", "", nil, "messages", "1", "bye", "meta", "1", "n")
-	mustCount(t, st, requests{"Query": 1, "BatchGetItem": 1}, func() { mustValues(values(a, storetest.At(ref, "0001")), "messages", "bye", "meta", "n") })
+	put(b, "0011", "", nil, "messages", "1", "bye", "meta", "1", "n")
+	mustCount(t, st, requests{"Query": 1, "BatchGetItem": 1}, func() { mustValues(values(a, storetest.At(ref, "0011")), "messages", "bye", "meta", "n") })
 	// a still remembers meta@1 as "m", which the lifetimes entry's hash
 	// refutes: the put goes again without claiming to know it.
 	mustCount(t, st, requests{"TransactWriteItems": 2}, func() {
-		put(a, "0002", "0001", map[string]string{"meta": "1"}, "messages", "2", "bye now")
+		put(a, "0012", "0011", map[string]string{"meta": "1"}, "messages", "2", "bye now")
 	})
 	mustValues(values(a, ref), "messages", "bye now", "meta", "n")
 	mustValues(values(b, ref), "messages", "bye now", "meta", "n")
@@ -89,11 +90,11 @@ func TestValuesFromMemory(t *testing.T) {
 	// vouches for, so the put does not claim it and the read fetches it;
 	// the messages a brought come from memory.
 	mustCount(t, st, requests{"TransactWriteItems": 1}, func() {
-		put(a, "0003", "0002", map[string]string{"meta": "1"}, "messages", "3", "bye for now")
+		put(a, "0013", "0012", map[string]string{"meta": "1"}, "messages", "3", "bye for now")
 	})
 	mustCount(t, st, requests{"Query": 1, "BatchGetItem": 1}, func() { mustValues(values(a, ref), "messages", "bye for now", "meta", "n") })
 	// Once a brings meta again, its reads need no table read.
-	put(a, "0004", "0003", nil, "messages", "4", "ok", "meta", "4", "o")
+	put(a, "0014", "0013", nil, "messages", "4", "ok", "meta", "4", "o")
 	mustCount(t, st, requests{"Query": 1}, func() { mustValues(values(a, ref), "messages", "ok", "meta", "o") })
 	mustValues(values(b, ref), "messages", "ok", "meta", "o")
 }

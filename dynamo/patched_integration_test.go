@@ -228,9 +228,10 @@ func TestPatchedValues(t *testing.T) {
 		if err := a.DeleteThread(t.Context(), ref.Tenant, ref.ThreadID); err != nil {
 			t.Fatal(err)
 		}
-		// The same versions again, with bytes of their own.
+		// The same versions again, with bytes of their own, in checkpoints
+		// of new ids (the deleted ids are tombstoned).
 		for n := 1; n <= 3; n++ {
-			in := storetest.NewCheckpoint(ref, fmt.Sprintf("%04d", n))
+			in := storetest.NewCheckpoint(ref, fmt.Sprintf("%04d", 10+n))
 			storetest.SetChannel(&in, "messages", fmt.Sprintf("%04d", n), "")
 			in.Blobs[0].Value = chat(n + 4)
 			in.Blobs[0].Value.Data[100] ^= 0xff // same length, lines up, other bytes
@@ -238,12 +239,12 @@ func TestPatchedValues(t *testing.T) {
 		}
 		next := chat(4 + 4)
 		next.Data[100] ^= 0xff
-		in := storetest.NewCheckpoint(ref, "0004")
-		in.ParentID = "0003"
+		in := storetest.NewCheckpoint(ref, "0014")
+		in.ParentID = "0013"
 		storetest.SetChannel(&in, "messages", "0004", "")
 		in.Blobs[0].Value = next
 		storetest.MustPutCheckpoint(t, other, in)
-		if tup := storetest.MustGetTuple(t, a, storetest.At(ref, "0004")); !bytes.Equal(tup.Values[0].Value.Data, next.Data) {
+		if tup := storetest.MustGetTuple(t, a, storetest.At(ref, "0014")); !bytes.Equal(tup.Values[0].Value.Data, next.Data) {
 			t.Fatal("turn 4 reads other bytes than were put")
 		}
 	})
@@ -268,8 +269,13 @@ func TestPatchedValues(t *testing.T) {
 		if err := a.Prune(t.Context(), ref.Tenant, []string{ref.ThreadID}, saver.PruneKeepLatest); err != nil {
 			t.Fatal(err)
 		}
-		// Turn 6 grows from turn 5's bytes, but turn 5's blob is gone.
-		chatPut(t, a, ref, 6, 0)
+		// Turn 6 grows from turn 5's bytes, but turn 5's blob is gone. (Its
+		// parent is turn 3: turn 5 is deleted, and tombstoned.)
+		in := storetest.NewCheckpoint(ref, "0006")
+		in.ParentID = "0003"
+		storetest.SetChannel(&in, "messages", "0006", "")
+		in.Blobs[0].Value = chat(6 + 4)
+		storetest.MustPutCheckpoint(t, a, in)
 		if tup := storetest.MustGetTuple(t, a, storetest.At(ref, "0006")); !bytes.Equal(tup.Values[0].Value.Data, chat(10).Data) {
 			t.Fatal("turn 6 reads other bytes than were put")
 		}

@@ -3,6 +3,7 @@ package dynamo
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/saver-dev/saver"
 	"github.com/saver-dev/saver/internal/awsx"
@@ -14,11 +15,13 @@ import (
 // index item (treeindex.go) in one TransactWriteItems when they fit (100
 // items, 4 MB), so a checkpoint is never visible without its blobs, nor
 // without its node in the tree. Larger puts send the blobs first and the
-// checkpoint in the last transaction. A put that brings and references no
-// blob is one TransactWriteItems of the checkpoint and its index item. Offloaded payloads are stored before any item that
-// points at them. A put with ExpectHead reads the head first and updates
-// the namespace item in every case, conditioned on its head token (see
-// head.go).
+// checkpoint in the last transaction. Offloaded payloads are stored
+// before any item that points at them. A put with ExpectHead reads the
+// head first and updates the namespace item in every case, conditioned on
+// its head token (see head.go). The request of the checkpoint item checks
+// that neither its parent nor its own id has a tombstone (tombstone.go), so
+// a put that brings and references no blob is one TransactWriteItems of the
+// checks, the checkpoint and its index item.
 func (s *Store) PutCheckpoint(ctx context.Context, in saver.PutCheckpoint) error {
 	p, err := s.planPut(ctx, &in)
 	if err == nil {
@@ -28,6 +31,7 @@ func (s *Store) PutCheckpoint(ctx context.Context, in saver.PutCheckpoint) error
 		return fmt.Errorf("dynamo: put checkpoint %s: %w", in.ID, err)
 	}
 	p.patches.remember(partitionKey(in.Tenant, in.ThreadID), in.NS, p.blobs)
+	s.chains.drop(chainKey{nsKey{partitionKey(in.Tenant, in.ThreadID), in.NS}, in.ID}) // a put again may change it
 	return nil
 }
 
@@ -41,7 +45,11 @@ type putPlan struct {
 	ns      nsItem
 	cp      awsx.WriteOp
 	node    awsx.WriteOp // the checkpoint's tree index item (treeindex.go)
-	roles   []opRole     // of the ops of the last request
+	// checks are the tombstone checks (tombstone.go) of the put's parent
+	// and its own id; refused the error each gives when it fails.
+	checks  []awsx.WriteOp
+	refused []error
+	roles   []opRole // of the ops of the last request
 }
 
 // newBlob is a blob a put brings.
@@ -67,6 +75,7 @@ const (
 	roleBlob
 	roleCheckpoint
 	roleNode
+	roleCheck
 )
 
 // planPut builds the first request of a put: its new blobs, its checkpoint
@@ -101,6 +110,14 @@ func (s *Store) planPut(ctx context.Context, in *saver.PutCheckpoint) (*putPlan,
 	if p.node, err = nodeOp(cp, exp); err != nil {
 		return nil, err
 	}
+	if in.ParentID != "" {
+		parent := in.CheckpointRef
+		parent.ID = in.ParentID
+		p.checks = append(p.checks, notBuried(parent, now))
+		p.refused = append(p.refused, saver.CheckpointDeleted(parent, saver.RoleParent))
+	}
+	p.checks = append(p.checks, notBuried(in.CheckpointRef, now))
+	p.refused = append(p.refused, saver.CheckpointDeleted(in.CheckpointRef, saver.RoleCheckpoint))
 	// The parts of the namespace item, in the order of their conditions.
 	parts := []nsPart{p.refs}
 	if known != nil {
@@ -125,7 +142,8 @@ func (p *putPlan) next(ctx context.Context) ([]awsx.WriteOp, error) {
 }
 
 // ops returns the ops of the plan's next request, in order: the namespace
-// item and extensions first, then the new blobs, the checkpoint last.
+// item and extensions first, then the new blobs, the checkpoint and its
+// index item last.
 func (p *putPlan) ops(exts []awsx.WriteOp) []awsx.WriteOp {
 	p.roles = p.roles[:0]
 	var ops []awsx.WriteOp
@@ -146,15 +164,49 @@ func (p *putPlan) ops(exts []awsx.WriteOp) []awsx.WriteOp {
 	add(p.cp, opRole{kind: roleCheckpoint})
 	add(p.node, opRole{kind: roleNode})
 	// A namespace item that checks nothing only records entries: when that
-	// would take a request more (a put of 99 new blobs), the entries are
-	// left out, and the first put that references those blobs reads them.
-	if !checks && len(awsx.Chunks(ops)) > len(awsx.Chunks(ops[1:])) {
+	// would take a request more (a put of 96 new blobs with a parent), the
+	// entries are left out, and the first put that references those blobs
+	// reads them. (Counted with the tombstone checks the request will have.)
+	withNS, _ := p.checked(ops, p.roles)
+	withoutNS, _ := p.checked(ops[1:], p.roles[1:])
+	if !checks && len(awsx.Chunks(withNS)) > len(awsx.Chunks(withoutNS)) {
 		ops, p.roles = ops[1:], p.roles[1:]
 	}
 	if len(ops) == 3 && !checks && len(p.blobs) == 0 && p.refs.len() == 0 {
 		ops, p.roles = ops[1:], p.roles[1:] // nothing brought or referenced
 	}
+	ops, p.roles = p.checked(ops, p.roles)
 	return ops
+}
+
+// checked returns ops, whose roles are roles and whose last two are the
+// checkpoint and its index item, with the tombstone checks, and the roles
+// of the ops it returns: the checks go just before the checkpoint, so
+// that they are in its request (awsx.Chunks keeps checks and glued ops
+// with the op after them), and first as well when the put takes several
+// requests, so that a put refused sends no blob either (unless the
+// tombstone comes between its requests).
+func (p *putPlan) checked(ops []awsx.WriteOp, roles []opRole) ([]awsx.WriteOp, []opRole) {
+	tail := len(ops) - 2 // the checkpoint's
+	n := len(ops) + 2*len(p.checks)
+	outOps, outRoles := make([]awsx.WriteOp, 0, n), make([]opRole, 0, n)
+	addChecks := func() {
+		for i, c := range p.checks {
+			outOps, outRoles = append(outOps, c), append(outRoles, opRole{roleCheck, i})
+		}
+	}
+	outOps, outRoles = append(outOps, ops[:tail]...), append(outRoles, roles[:tail]...)
+	addChecks()
+	outOps, outRoles = append(outOps, ops[tail:]...), append(outRoles, roles[tail:]...)
+	if len(awsx.Chunks(outOps)) == 1 {
+		return outOps, outRoles
+	}
+	front := slices.Clone(p.checks)
+	frontRoles := make([]opRole, len(p.checks))
+	for i := range p.checks {
+		frontRoles[i] = opRole{roleCheck, i}
+	}
+	return append(front, outOps...), append(frontRoles, outRoles...)
 }
 
 // revise learns from the items the last request failed on: the namespace
@@ -172,6 +224,8 @@ func (p *putPlan) revise(ctx context.Context, failed map[int]item) error {
 			if err := p.refs.failed(ctx, r.i, old); err != nil {
 				return err
 			}
+		case roleCheck:
+			return p.refused[r.i]
 		case roleBlob:
 			// Stored and live: insert-if-absent leaves its value, and the
 			// put handles it as a blob it references.

@@ -68,10 +68,15 @@ type Store struct {
 	// items make a latest read slower as a thread grows. A latest
 	// checkpoint with more writes takes a second Query, unlimited.
 	FirstPage int32
+	// TombstoneLifetime is how long a deletion's tombstones refuse late
+	// writes to what it deleted (see saver's tombstone.go, tombstone.go).
+	// NewStore sets saver.DefaultTombstoneLifetime.
+	TombstoneLifetime time.Duration
 
 	db     DynamoAPI
 	table  *awsx.Table
-	recent *recent // the patch cache's (patched.go); nil: no patches
+	recent *recent     // the patch cache's (patched.go); nil: no patches
+	chains *chainCache // what delta histories read (chaincache.go); nil: none
 }
 
 var _ saver.Store = (*Store)(nil)
@@ -83,7 +88,7 @@ const DefaultOffloadThreshold = 350 << 10
 
 // NewStore returns a store on table, which must exist (see CreateTable).
 func NewStore(db DynamoAPI, table string) *Store {
-	return &Store{Now: time.Now, FirstPage: 8, OffloadThreshold: DefaultOffloadThreshold, db: db, table: awsx.NewTable(db, table), recent: newRecent(DefaultRecentBytes)}
+	return &Store{Now: time.Now, FirstPage: 8, TombstoneLifetime: saver.DefaultTombstoneLifetime, OffloadThreshold: DefaultOffloadThreshold, db: db, table: awsx.NewTable(db, table), recent: newRecent(DefaultRecentBytes), chains: newChainCache(DefaultChainCacheBytes)}
 }
 
 // Table returns the name of the store's table.

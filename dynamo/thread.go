@@ -62,6 +62,15 @@ func (s *Store) deleteItems(ctx context.Context, items []item) error {
 	rank := map[string]int{itemIndex: 0, itemLifetimes: 0, itemCheckpoint: 1, itemWrite: 2, itemBlob: 3}
 	items = slices.Clone(items)
 	slices.SortStableFunc(items, func(a, b item) int { return rank[getS(a, attrKind)] - rank[getS(b, attrKind)] })
+	defer func() { // after the deletes: a history read meanwhile does not keep them
+		dropped := map[string]bool{}
+		for _, it := range items {
+			if pk := getS(it, attrPK); !dropped[pk] {
+				dropped[pk] = true
+				s.chains.dropThread(pk)
+			}
+		}
+	}()
 	reqs := make([]types.WriteRequest, len(items))
 	for i, it := range items {
 		reqs[i] = types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: item{attrPK: it[attrPK], attrSK: it[attrSK]}}}
@@ -70,11 +79,21 @@ func (s *Store) deleteItems(ctx context.Context, items []item) error {
 }
 
 // DeleteThread deletes every item of the thread, then its offloaded
-// payloads (in that order, so no item is left pointing at nothing).
+// payloads (in that order, so no item is left pointing at nothing). The
+// checkpoints are tombstoned first (tombstone.go), and the puts that raced
+// the deletion go last (buryStragglers).
 func (s *Store) DeleteThread(ctx context.Context, tenant, threadID string) error {
+	pk := partitionKey(tenant, threadID)
 	items, err := s.threadItems(ctx, tenant, threadID, keyAttrs...)
+	buried := map[string]bool{}
+	if err == nil {
+		err = s.buryCheckpoints(ctx, pk, items, buried)
+	}
 	if err == nil {
 		err = s.deleteItems(ctx, items)
+	}
+	if err == nil {
+		err = s.buryStragglers(ctx, pk, buried, nil, nil)
 	}
 	if err == nil && s.Offload != nil {
 		err = s.Offload.DeleteThread(ctx, tenant, threadID)
@@ -85,12 +104,32 @@ func (s *Store) DeleteThread(ctx context.Context, tenant, threadID string) error
 	return nil
 }
 
+// buryCheckpoints tombstones the checkpoints among items of the thread
+// partition pk, and adds their sort keys to buried.
+func (s *Store) buryCheckpoints(ctx context.Context, pk string, items []item, buried map[string]bool) error {
+	var sks []string
+	for _, it := range items {
+		if getS(it, attrKind) == itemCheckpoint {
+			sks = append(sks, getS(it, attrSK))
+		}
+	}
+	if err := s.bury(ctx, pk, sks); err != nil {
+		return err
+	}
+	for _, sk := range sks {
+		buried[sk] = true
+	}
+	return nil
+}
+
 // DeleteForRuns finds the tenant's checkpoints whose run_id is one of
 // runIDs with a Scan (run_id is a top-level attribute for that) and deletes
 // each with its writes. Offloaded payloads they leave unreferenced are for
 // the sweeper. Before it deletes anything, it reads each thread concerned
 // whole and refuses (ECONFLICT) when a checkpoint that stays needs one of
-// them for its DeltaChannels (saver.Severs).
+// them for its DeltaChannels (saver.Severs). Each checkpoint is tombstoned
+// before it is deleted (tombstone.go), and the puts that raced the
+// deletion go last (buryStragglers).
 func (s *Store) DeleteForRuns(ctx context.Context, tenant string, runIDs []string) error {
 	if len(runIDs) == 0 {
 		return nil
@@ -111,9 +150,11 @@ func (s *Store) DeleteForRuns(ctx context.Context, tenant string, runIDs []strin
 		}
 		return true
 	})
+	var present map[string]map[string]bool
 	if err == nil {
-		err = s.checkRunChains(ctx, tenant, found)
+		present, err = s.checkRunChains(ctx, tenant, found)
 	}
+	buried := map[string]map[string]bool{} // pk -> checkpoint sort keys
 	for _, cp := range found {
 		if err != nil {
 			break
@@ -131,9 +172,23 @@ func (s *Store) DeleteForRuns(ctx context.Context, tenant string, runIDs []strin
 			items = append(items, page...)
 			return true
 		})
+		pk := getS(cp, attrPK)
+		if buried[pk] == nil {
+			buried[pk] = map[string]bool{}
+		}
+		if err == nil {
+			err = s.buryCheckpoints(ctx, pk, items, buried[pk])
+		}
 		if err == nil {
 			err = s.deleteItems(ctx, withIndexKeys(items))
 		}
+	}
+	// The puts that raced the deletion, thread by thread.
+	for pk, sks := range buried {
+		if err != nil {
+			break
+		}
+		err = s.buryStragglers(ctx, pk, sks, runs, present[pk])
 	}
 	if err != nil {
 		return fmt.Errorf("dynamo: delete for runs: %w", err)
@@ -157,6 +212,7 @@ func (s *Store) DeleteForRuns(ctx context.Context, tenant string, runIDs []strin
 // deleting src never takes dst's data with it. Nothing is written unless
 // src has a live checkpoint.
 func (s *Store) CopyThread(ctx context.Context, tenant, src, dst string) error {
+	defer s.chains.dropThread(partitionKey(tenant, dst))
 	if err := s.copyThread(ctx, tenant, src, dst); err != nil {
 		return fmt.Errorf("dynamo: copy thread %s to %s: %w", src, dst, err)
 	}
@@ -497,8 +553,9 @@ func (s *Store) OffloadRefs(ctx context.Context, tenant, threadID string) ([]str
 }
 
 // checkRunChains reads each thread with checkpoints in found and fails
-// when deleting them would sever a staying checkpoint's chain.
-func (s *Store) checkRunChains(ctx context.Context, tenant string, found []item) error {
+// when deleting them would sever a staying checkpoint's chain. It returns
+// the sort keys of the checkpoints each thread had, by partition key.
+func (s *Store) checkRunChains(ctx context.Context, tenant string, found []item) (map[string]map[string]bool, error) {
 	type nsKey struct{ pk, ns string }
 	doomed := map[nsKey]map[string]bool{}
 	threads := map[string]bool{}
@@ -514,14 +571,21 @@ func (s *Store) checkRunChains(ctx context.Context, tenant string, found []item)
 			order = append(order, k.pk)
 		}
 	}
+	present := map[string]map[string]bool{}
 	for _, pk := range order {
 		items, err := s.partitionItems(ctx, pk)
 		if err != nil {
-			return err
+			return nil, err
+		}
+		present[pk] = map[string]bool{}
+		for _, it := range items {
+			if getS(it, attrKind) == itemCheckpoint {
+				present[pk][getS(it, attrSK)] = true
+			}
 		}
 		chains, err := s.chainsOfItems(tenant, items)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		thread := ""
 		for _, it := range items {
@@ -535,9 +599,9 @@ func (s *Store) checkRunChains(ctx context.Context, tenant string, found []item)
 				continue
 			}
 			if err := saver.Severs(thread, ns, gone, chains.children[ns], chains.lookup(ns)); err != nil {
-				return err
+				return nil, err
 			}
 		}
 	}
-	return nil
+	return present, nil
 }

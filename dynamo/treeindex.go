@@ -35,10 +35,13 @@ import (
 // 450 ms). Keys are per checkpoint and per write, so replicas writing one
 // thread never contend on the index, and every index item is written in
 // the same transaction as the item it stands for (PutCheckpoint,
-// PutWrites, SetExpiry): a put that was one PutItem is one
-// TransactWriteItems of two. Deletions delete the index items first
-// (DeleteForRuns, DeleteThread), prune keeps those of what it keeps, and
-// CopyThread copies them with the rest, the marker last.
+// PutWrites, SetExpiry), beside the tombstone checks of puts
+// (tombstone.go), glued to it so that no chunking parts them (2 write
+// units more a checkpoint, and per error or interrupt). Deletions delete
+// the index items first (DeleteForRuns, DeleteThread), and those of the
+// puts that raced them with the rest (buryStragglers); prune keeps those of
+// what it keeps, and CopyThread copies them with the rest, the marker
+// last (and no tombstone: they live in a partition of their own).
 //
 // The marker says the thread's index is whole. A thread written before
 // the index, or whose marker expired, gets it on its first tree query

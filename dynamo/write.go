@@ -13,15 +13,20 @@ import (
 // one bundle item (see bundle.go), inserted if absent or expired, with its
 // writes to special channels (negative idx), which replace, as items of
 // their own beside it, with the tree index items of the errors and
-// interrupts among them (treeindex.go): a single PutItem for the bundle
-// alone, one TransactWriteItems with special writes, so that the writes of
-// a put are stored all together or not at all. The first write of each idx is kept,
-// as a replayed task must keep its first writes: a task's first bundle
-// against a checkpoint takes sequence number 0, and a put that finds it
+// interrupts among them (treeindex.go), in one TransactWriteItems, so that
+// the writes of a put are stored all together or not at all. The first
+// write of each idx is kept, as a replayed task must keep its first
+// writes: a task's first bundle against a checkpoint takes sequence
+// number 0, and a put that finds it
 // taken (a replay) puts the writes it lacks as the next, and so on; a
 // replay of the same writes costs the one request that failed. No
 // checkpoint has to exist: the items simply sort after where it will be.
+// Each request checks that the checkpoint has no tombstone (tombstone.go),
+// so it is a TransactWriteItems even for a bundle alone.
 func (s *Store) PutWrites(ctx context.Context, in saver.PutWrites) error {
+	// Dropped after the writes are stored, so that a history that read
+	// the checkpoint before does not keep it (chainCache).
+	defer s.chains.drop(chainKey{nsKey{partitionKey(in.Tenant, in.ThreadID), in.NS}, in.ID})
 	var ordinary, specials []saver.Write
 	for _, w := range in.Writes {
 		if w.Upserts() {
@@ -70,7 +75,9 @@ func (s *Store) PutWrites(ctx context.Context, in saver.PutWrites) error {
 // putWrites sends one request: the special writes' ops and a bundle of the
 // ordinary writes. A bundle whose key is taken fails it with *bundleTaken.
 func (s *Store) putWrites(ctx context.Context, in saver.PutWrites, ordinary []saver.Write, seq int, specials []awsx.WriteOp) error {
-	ops := specials[:len(specials):len(specials)]
+	// The tombstone check first (tombstone.go), then the special writes
+	// and their index items, the bundle last.
+	ops := append([]awsx.WriteOp{notBuried(in.CheckpointRef, s.Now())}, specials...)
 	if len(ordinary) > 0 {
 		op, err := s.bundle(ctx, in.CheckpointRef, ordinary, seq, in.ExpiresAt)
 		if err != nil {
@@ -78,17 +85,20 @@ func (s *Store) putWrites(ctx context.Context, in saver.PutWrites, ordinary []sa
 		}
 		ops = append(ops, op)
 	}
-	if len(ops) == 0 {
+	if len(ops) == 1 {
 		return nil
 	}
 	if len(awsx.Chunks(ops)) > 1 {
-		return saver.Errorf(saver.ETOOLARGE, "A put_writes keeps its writes to special channels (negative idx) in one transaction beside one item of its other writes: at most %d items and %d MB; this one has %d special writes.",
-			awsx.MaxTransactItems, awsx.MaxTransactBytes>>20, len(specials))
+		return saver.Errorf(saver.ETOOLARGE, "A put_writes keeps its writes to special channels (negative idx) in one transaction beside one item of its other writes, a check and an index item for each error or interrupt: at most %d items and %d MB; this one has %d items.",
+			awsx.MaxTransactItems, awsx.MaxTransactBytes>>20, len(ops))
 	}
 	err := s.table.Transact(ctx, ops)
 	var cf *awsx.CondFailed
 	if !errors.As(err, &cf) {
 		return err
+	}
+	if _, ok := cf.Items[0]; ok {
+		return saver.CheckpointDeleted(in.CheckpointRef, saver.RoleWritesOwner)
 	}
 	old, ok := cf.Items[len(ops)-1]
 	if len(ordinary) == 0 || !ok || old == nil || len(cf.Items) != 1 {

@@ -157,6 +157,17 @@ func PutChat(t testing.TB, s saver.Store, ref saver.CheckpointRef, n int, snapsh
 	return puts
 }
 
+// PutChatTurns goes on with a chat PutChat put: checkpoints from..to, each
+// the child of the one before, with no snapshot.
+func PutChatTurns(t testing.TB, s saver.Store, ref saver.CheckpointRef, from, to int) {
+	t.Helper()
+	for i := from; i <= to; i++ {
+		id := fmt.Sprintf("%04d", i)
+		PutDelta(t, s, ref, id, fmt.Sprintf("%04d", i-1), []string{fmt.Sprintf("messages=%d:", i)}, "messages")
+		MustPutWrites(t, s, At(ref, id), DeltaWrite("task", "messages", fmt.Sprint("m", i)))
+	}
+}
+
 // ChatWrites returns the History writes of PutChat's checkpoints from..to.
 func ChatWrites(from, to int) []string {
 	var out []string

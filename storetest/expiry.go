@@ -48,6 +48,8 @@ type expiryTest = clockTest[ExpiryStore]
 //     its blobs and writes to match, never shortening them. It returns
 //     ENOTFOUND for a checkpoint that is missing or expired, and EINVALID
 //     for a ref without a checkpoint id, changing nothing.
+//   - A deletion's tombstones (saver's tombstone.go) refuse late writes for
+//     saver.DefaultTombstoneLifetime, the store's default, and then expire.
 func RunExpiry(t *testing.T, open func(t *testing.T, now func() time.Time) ExpiryStore) {
 	runClockGroups(t, []group[expiryTest]{
 		{"Checkpoints", expiryCheckpointTests},
@@ -56,6 +58,7 @@ func RunExpiry(t *testing.T, open func(t *testing.T, now func() time.Time) Expir
 		{"SetExpiry", setExpiryTests},
 		{"Threads", expiryThreadTests},
 		{"DeltaHistory", expiryDeltaTests},
+		{"Tombstones", expiryTombstoneTests},
 	}, open)
 }
 

@@ -243,12 +243,16 @@ func testHeadDeleted(t *testing.T, s saver.Store) {
 	if err := s.DeleteForRuns(t.Context(), ref.Tenant, []string{"run-2"}); err != nil {
 		t.Fatalf("DeleteForRuns: %v", err)
 	}
-	MustConflict(t, s, ExpectingHead(child(ref, "0003", "0002"), "0002"))
+	// A child of the deleted head is refused for its parent, on the head
+	// it now has.
+	putGone(t, s, ExpectingHead(child(ref, "0003", "0002"), "0001"))
+	MustConflict(t, s, ExpectingHead(child(ref, "0003", "0001"), "0002"))
 	MustPutCheckpoint(t, s, ExpectingHead(child(ref, "0003", "0001"), "0001"))
 	if err := s.DeleteThread(t.Context(), ref.Tenant, ref.ThreadID); err != nil {
 		t.Fatalf("DeleteThread: %v", err)
 	}
-	MustConflict(t, s, ExpectingHead(child(ref, "0004", "0003"), "0003"))
+	putGone(t, s, ExpectingHead(child(ref, "0004", "0003"), ""))
+	MustConflict(t, s, ExpectingHead(child(ref, "0004", ""), "0003"))
 	MustPutCheckpoint(t, s, ExpectingHead(child(ref, "0004", ""), ""))
 	mustHead(t, s, ref, "0004")
 }

@@ -63,7 +63,12 @@ func testLedgerThreads(t *testing.T, l LedgerStore, clock *Clock) {
 	}
 	MustClaimEqual(t, l, in, inProgress(c))
 	MustComplete(t, l, in.Tenant, in.Key, c.Token, Result("done"))
-	putThread(t, l, ref)
+	// A fresh run on the thread: the deleted checkpoints are tombstoned.
+	fresh := NewCheckpoint(ref, "0100")
+	fresh.Metadata["run_id"] = "run-0001"
+	SetChannel(&fresh, "a", "0100", "a")
+	MustPutCheckpoint(t, l, fresh)
+	MustPutWrites(t, l, fresh.CheckpointRef, NewWrite("task", 0, "ch", "w"))
 	for _, strategy := range []saver.PruneStrategy{saver.PruneKeepLatest, saver.PruneDelete} {
 		if err := l.Prune(t.Context(), ref.Tenant, []string{ref.ThreadID}, strategy); err != nil {
 			t.Fatalf("Prune(%s): %v", strategy, err)

@@ -58,6 +58,7 @@ func Run(t *testing.T, open func(t *testing.T) saver.Store) {
 		{"DeleteForRuns", deleteForRunsTests},
 		{"CopyThread", copyThreadTests},
 		{"Prune", pruneTests},
+		{"Tombstones", tombstoneTests},
 		{"DeltaThreads", deltaThreadTests},
 		{"Tenants", tenantTests},
 		{"Keys", keyTests},

@@ -31,6 +31,7 @@ func RunTree(t *testing.T, open func(t *testing.T) TreeStore) {
 		{"Flags", flagTests},
 		{"Scope", treeScopeTests},
 		{"Lifecycle", treeLifecycleTests},
+		{"Resume", resumeTests},
 	}, open)
 }
 

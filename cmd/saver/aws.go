@@ -40,6 +40,8 @@ func openAWS(ctx context.Context, c Config, logger *slog.Logger) (*awsStore, err
 	st := &awsStore{Counter: dynamo.NewCounter(), S3Counter: dynamo.NewCounter()}
 	st.DB = dynamo.NewStore(dynamo.NewClient(cfg, st.Counter), c.Table)
 	st.DB.RememberValues(c.PatchCache)
+	st.DB.RememberChains(c.ChainCache)
+	st.DB.TombstoneLifetime = c.TombstoneLifetime
 	if c.Bucket != "" {
 		st.s3 = s3offload.NewClient(cfg, st.S3Counter.Register)
 		st.Offload = s3offload.NewStore(st.s3, c.Bucket)

@@ -103,7 +103,7 @@ func gc(ctx context.Context, in invocation) error {
 		return err
 	}
 	if m.Config.Store == StoreBolt {
-		st, err := bolt.Open(m.Config.DBPath, bolt.WithLogger(m.Logger), bolt.WithReserve(m.Config.DiskReserve))
+		st, err := bolt.Open(m.Config.DBPath, bolt.WithLogger(m.Logger), bolt.WithReserve(m.Config.DiskReserve), bolt.WithTombstoneLifetime(m.Config.TombstoneLifetime))
 		if err != nil {
 			return err
 		}

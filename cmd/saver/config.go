@@ -59,9 +59,11 @@ type Config struct {
 	Bucket                                                    string        // S3 bucket for offloaded payloads; "" disables offload
 	OffloadBytes                                              int           // items larger than this keep their payload in S3
 	PatchCache                                                int           // bytes of recent channel values kept to store the next as patches
+	ChainCache                                                int           // bytes of delta chains kept so that the next history reads only what is newer
 	Init                                                      bool          // create the table and bucket at start if missing
 	SweepEvery                                                time.Duration // background orphan sweep period; 0 disables
 	SweepGrace                                                time.Duration // age an orphan must reach before a sweep removes it
+	TombstoneLifetime                                         time.Duration // how long a deletion refuses late writes to what it deleted
 	Metrics                                                   bool          // serve Prometheus metrics at /metrics
 
 	// Bytes all answers carrying stored values hold at once, and the
@@ -99,8 +101,11 @@ func DefaultConfig() Config {
 		Table:        "saver",
 		OffloadBytes: 350 << 10,
 		PatchCache:   dynamo.DefaultRecentBytes,
+		ChainCache:   dynamo.DefaultChainCacheBytes,
 		SweepGrace:   time.Hour,
 		Metrics:      true,
+
+		TombstoneLifetime: saver.DefaultTombstoneLifetime,
 
 		MaxResponsesBytes: api.DefaultMaxResponsesBytes,
 		HistoryPageBytes:  api.DefaultHistoryPageBytes,
@@ -328,6 +333,15 @@ func settings() []envVar {
 			c.PatchCache = n
 			return nil
 		}, func(c *Config) string { return strconv.Itoa(c.PatchCache) })
+	add("SAVER_CHAIN_CACHE_BYTES", "chain-cache-bytes", "memory in bytes for the delta chains histories read, so that the next DeltaChannel turn reads only what is newer (store dynamodb); 0 reads every history whole from the table",
+		func(c *Config, v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return fmt.Errorf("not a byte count: %q", v)
+			}
+			c.ChainCache = n
+			return nil
+		}, func(c *Config) string { return strconv.Itoa(c.ChainCache) })
 	add("SAVER_INIT", "init", "create the DynamoDB table and S3 bucket at start if missing",
 		func(c *Config, v string) error {
 			b, err := strconv.ParseBool(v)
@@ -341,6 +355,15 @@ func settings() []envVar {
 	add("SAVER_SWEEP_EVERY", "sweep-every", "sweep in the background this often (S3 orphans on dynamodb, expired items on bolt); 0s: never (use saver gc)", s, g)
 	s, g = dur(func(c *Config) *time.Duration { return &c.SweepGrace })
 	add("SAVER_SWEEP_GRACE", "sweep-grace", "age an unreferenced S3 object must reach before the sweeper removes it", s, g)
+	add("SAVER_TOMBSTONE_TTL", "tombstone-ttl", "how long a deletion (delete_thread, delete_for_runs, prune delete) refuses, with 410 gone, a late put whose parent or id, or put_writes whose checkpoint, it deleted; then such a write is stored as new. Longer than a run may go on after its thread is deleted",
+		func(c *Config, v string) error {
+			d, err := time.ParseDuration(v)
+			if err != nil || d < time.Second {
+				return fmt.Errorf("not a duration of a second or more (e.g. 168h): %q", v)
+			}
+			c.TombstoneLifetime = d
+			return nil
+		}, func(c *Config) string { return c.TombstoneLifetime.String() })
 	add("SAVER_METRICS", "metrics", "serve Prometheus metrics at /metrics (no key needed; no ids in labels)",
 		func(c *Config, v string) error {
 			b, err := strconv.ParseBool(v)

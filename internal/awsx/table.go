@@ -62,24 +62,23 @@ func NewTable(db DB, name string) *Table { return &Table{DB: db, Name: name, Pau
 
 // WriteOp is one action of a write request: a put (upsert) of Item; with
 // Set, an update of the item at Item (which then holds only the key) by
-// that expression; with Delete, the deletion of the item at Item (its key).
+// that expression; with Delete, the deletion of the item at Item (its key);
+// with Check, no write at all: a ConditionCheck of Cond on the item at Item
+// (its key), which goes only in a transaction, in the request of the op
+// after it (see Chunks).
 //
 // Cond, when set, must hold on the stored item for the action to apply.
 // When it does not, the request the op went in fails as a whole and
 // Transact reports the op with the item as stored (see CondFailed).
 //
-// With Check, the op writes nothing: Cond must hold on the item at Item
-// (its key) for the request to apply; it goes only in a transaction.
-//
-// Glue keeps the op in one request with the op after it: Chunks never
-// splits a run of glued ops (an item and its index entry, which must be
-// written together).
+// Glue keeps the op in one request with the op after it (an item and its
+// index entry, which must be written together), as a check is.
 type WriteOp struct {
 	Item   Item
 	Set    *Expr
 	Delete bool
-	Cond   *Expr
 	Check  bool
+	Cond   *Expr
 	Glue   bool
 }
 
@@ -137,10 +136,10 @@ func (t *Table) transactChunk(ctx context.Context, ops []WriteOp) error {
 	return DynamoError(err)
 }
 
-// writeOne sends one op as a PutItem or UpdateItem.
+// writeOne sends one op as a PutItem, UpdateItem or DeleteItem.
 func (t *Table) writeOne(ctx context.Context, op WriteOp) error {
 	if op.Check {
-		return fmt.Errorf("dynamo: a condition check alone writes nothing; it goes with other ops")
+		return fmt.Errorf("dynamo: a condition check without a write; it goes with other ops")
 	}
 	var (
 		cond   *string
@@ -251,8 +250,10 @@ func failedConditions(tc *types.TransactionCanceledException) *CondFailed {
 
 // Chunks splits ops, in order, into the requests Transact sends: chunks of
 // at most MaxTransactItems items and MaxTransactBytes estimated bytes, a run
-// of glued ops (WriteOp.Glue) never split. An item over the byte limit alone
-// gets its own chunk (DynamoDB will refuse it with a clear error).
+// of glued ops and checks (WriteOp.Glue, WriteOp.Check) never split from
+// the op after it, even when that op starts a new chunk. An item over the
+// byte limit alone gets its own chunk (DynamoDB will refuse it with a
+// clear error).
 func Chunks(ops []WriteOp) [][]WriteOp {
 	var (
 		chunks [][]WriteOp
@@ -261,7 +262,7 @@ func Chunks(ops []WriteOp) [][]WriteOp {
 	)
 	for i := 0; i < len(ops); {
 		j, n := i+1, ItemSize(ops[i].Item)
-		for ; j < len(ops) && ops[j-1].Glue; j++ {
+		for ; j < len(ops) && (ops[j-1].Glue || ops[j-1].Check); j++ {
 			n += ItemSize(ops[j].Item)
 		}
 		if len(cur) > 0 && (len(cur)+j-i > MaxTransactItems || size+n > MaxTransactBytes) {

@@ -287,3 +287,56 @@ func cancel(n int, failed map[int]Item) error {
 	}
 	return &types.TransactionCanceledException{CancellationReasons: reasons}
 }
+
+// TestChunksKeepChecksWithTheirOp: checks go in the request of the op after
+// them, even when that op starts a new one.
+func TestChunksKeepChecksWithTheirOp(t *testing.T) {
+	check := WriteOp{Item: Item{"PK": &types.AttributeValueMemberS{Value: "gone"}}, Check: true, Cond: NewExpr("c")}
+	for _, before := range []int{0, 1, 97, 98, 99, 150} {
+		all := append(ops(testItems(before, 10)), check, check, ops(testItems(1, 10))[0])
+		chunks := Chunks(all)
+		last := chunks[len(chunks)-1]
+		n := len(last)
+		if n < 3 || !last[n-3].Check || !last[n-2].Check || last[n-1].Check {
+			t.Fatalf("%d ops before: last chunk of %d ends %v, want the two checks and the op", before, n, last[max(0, n-3):])
+		}
+		total := 0
+		for _, c := range chunks {
+			if len(c) > MaxTransactItems {
+				t.Fatalf("%d ops before: a chunk of %d", before, len(c))
+			}
+			total += len(c)
+		}
+		if total != len(all) {
+			t.Fatalf("%d ops before: chunks hold %d ops, want %d", before, total, len(all))
+		}
+	}
+}
+
+// TestChunksKeepChecksWithGluedOps: checks before a glued pair (a
+// checkpoint and its index item) go in the request of the pair, which is
+// never split, wherever the request limit falls.
+func TestChunksKeepChecksWithGluedOps(t *testing.T) {
+	check := WriteOp{Item: Item{"PK": &types.AttributeValueMemberS{Value: "gone"}}, Check: true, Cond: NewExpr("c")}
+	for _, before := range []int{0, 1, 96, 97, 98, 99, 150} {
+		pair := ops(testItems(2, 10))
+		pair[0].Glue = true
+		all := append(ops(testItems(before, 10)), check, check, pair[0], pair[1])
+		chunks := Chunks(all)
+		last := chunks[len(chunks)-1]
+		n := len(last)
+		if n < 4 || !last[n-4].Check || !last[n-3].Check || !last[n-2].Glue || last[n-1].Check || last[n-1].Glue {
+			t.Fatalf("%d ops before: last chunk of %d ends %v, want the two checks and the glued pair", before, n, last[max(0, n-4):])
+		}
+		total := 0
+		for _, c := range chunks {
+			if len(c) > MaxTransactItems {
+				t.Fatalf("%d ops before: a chunk of %d", before, len(c))
+			}
+			total += len(c)
+		}
+		if total != len(all) {
+			t.Fatalf("%d ops before: chunks hold %d ops, want %d", before, total, len(all))
+		}
+	}
+}

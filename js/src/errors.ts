@@ -44,6 +44,13 @@ export class NotFoundError extends SaverError {}
 export class NoRouteError extends SaverError {}
 /** 409 `conflict`: a condition on stored state did not hold. */
 export class ConflictError extends SaverError {}
+/**
+ * 410 `gone`: the checkpoint written to was deleted, and nothing was stored: a
+ * late put whose parent, or putWrites whose checkpoint, a deleteThread,
+ * deleteForRuns or prune "delete" removed (LangGraph issue 7206). A fresh run
+ * on the thread (a config without checkpoint_id) is stored.
+ */
+export class GoneError extends SaverError {}
 /** 413 `too_large`: a body or payload is over the service's limit. */
 export class TooLargeError extends SaverError {}
 /** 415 `unsupported_media_type`: the body was neither msgpack nor JSON. */
@@ -112,6 +119,7 @@ const BY_CODE: Record<string, SaverErrorClass> = {
   not_found: NotFoundError,
   no_route: NoRouteError,
   conflict: ConflictError,
+  gone: GoneError,
   too_large: TooLargeError,
   unsupported_media_type: UnsupportedMediaTypeError,
   unavailable: UnavailableError,
@@ -127,6 +135,7 @@ const BY_STATUS: Record<number, SaverErrorClass> = {
   404: NoRouteError,
   405: NoRouteError,
   409: ConflictError,
+  410: GoneError,
   413: TooLargeError,
   415: UnsupportedMediaTypeError,
   503: UnavailableError,

@@ -6,10 +6,11 @@
  *     const graph = builder.compile({ checkpointer: new HTTPSaver(url), store: new HTTPStore(url) });
  */
 
-export { API_KEY_ENV, HTTPSaver, type HTTPSaverOptions, metadataToWire, type PruneStrategy, type Scope, SCOPE_KEY, URL_ENV } from "./saver.js";
+export { API_KEY_ENV, HTTPSaver, type HTTPSaverOptions, metadataToWire, type PruneStrategy, type ResumeContextOptions, type Scope, SCOPE_KEY, URL_ENV } from "./saver.js";
 export {
   BadResponseError,
   ConflictError,
+  GoneError,
   IdempotencyError,
   IdempotencyInProgress,
   IdempotentCallFailed,
@@ -36,7 +37,7 @@ export {
   type StoredFailure,
 } from "./ledger.js";
 export { DEFAULT_RETRY, type Logger, type RetryPolicy } from "./transport.js";
-export { type Branch, type NodeStatus, ResumeContext, ThreadTree, type TreeNode } from "./tree.js";
+export { type Branch, type NodeStatus, ResumeContext, type ResumeStep, ThreadTree, type TreeNode } from "./tree.js";
 export { VERSION } from "./version.js";
 export {
   HTTPStore,

@@ -4,6 +4,7 @@
 
 import { randomUUID } from "node:crypto";
 import type { RunnableConfig } from "@langchain/core/runnables";
+import { type BaseMessage, mapStoredMessagesToChatMessages, type StoredMessage } from "@langchain/core/messages";
 import {
   BaseCheckpointSaver,
   type ChannelVersions,
@@ -39,6 +40,7 @@ import {
   contextFromWire,
   nodesFromWire,
   type ResumeContext,
+  storedMessagesFromWire,
   type ThreadTree,
   type TreeNode,
   treeFromWire,
@@ -51,6 +53,18 @@ export const API_KEY_ENV = "SAVER_API_KEY";
 export const SCOPE_KEY = "saver_scope";
 
 export type Scope = "session" | "persistent";
+
+/** Options of `resumeContext`. */
+export interface ResumeContextOptions {
+  /** Keep the last N steps; 0 keeps all. */
+  limit?: number;
+  /** Say per step which nodes ran and what they wrote; the steps come as `steps`. */
+  values?: boolean;
+  /** With values: cut each rendered value at this many bytes (default 200). */
+  valueBytes?: number;
+  /** With values: the live path of this subgraph namespace. */
+  checkpointNs?: string;
+}
 export type PruneStrategy = "keep_latest" | "delete";
 
 export interface HTTPSaverOptions {
@@ -626,7 +640,7 @@ export class HTTPSaver extends BaseCheckpointSaver implements Ledger {
   }
 
   /** The live path as prompt text (`.text`) and the tree drawn (`.drawing`); `limit` keeps the last steps. */
-  async resumeContext(threadId: string, options: { limit?: number } = {}): Promise<ResumeContext> {
+  async resumeContext(threadId: string, options: ResumeContextOptions = {}): Promise<ResumeContext> {
     const { path, params } = this.treeRequest(threadId, "context");
     if (options.limit !== undefined) {
       if (!Number.isInteger(options.limit) || options.limit < 0) {
@@ -634,7 +648,32 @@ export class HTTPSaver extends BaseCheckpointSaver implements Ledger {
       }
       params.limit = String(options.limit);
     }
+    if (options.values) {
+      params.values = "true";
+      if (options.valueBytes !== undefined) {
+        if (!Number.isInteger(options.valueBytes) || options.valueBytes < 0) {
+          throw new RangeError("valueBytes must be a non-negative integer");
+        }
+        params.value_bytes = String(options.valueBytes);
+      }
+      if (options.checkpointNs) params.checkpoint_ns = options.checkpointNs;
+    } else if (options.valueBytes !== undefined || options.checkpointNs) {
+      throw new TypeError("valueBytes and checkpointNs need values: true");
+    }
     return contextFromWire(await this.transport.request("GET", path, { params }));
+  }
+
+  /**
+   * The messages of the live path only, in order, merged by id as
+   * add_messages merges them, as LangChain message objects: ready to hand to
+   * a chat model on resume. Nothing written only on an abandoned branch is
+   * among them.
+   */
+  async liveMessages(threadId: string, options: { checkpointNs?: string } = {}): Promise<BaseMessage[]> {
+    const { path, params } = this.treeRequest(threadId, "messages");
+    if (options.checkpointNs) params.checkpoint_ns = options.checkpointNs;
+    const stored = storedMessagesFromWire(await this.transport.request("GET", path, { params }));
+    return mapStoredMessagesToChatMessages(stored as unknown as StoredMessage[]);
   }
 
   // -- idempotency ledger --------------------------------------------------------

@@ -83,12 +83,38 @@ export class ThreadTree {
   }
 }
 
+/**
+ * One step of the live path with values (see docs/api.md, ResumeContext):
+ * as the service sends it, snake_case keys included.
+ */
+export interface ResumeStep {
+  checkpoint_id: string;
+  checkpoint_ns: string;
+  step: number;
+  source: string;
+  status: NodeStatus;
+  tasks: {
+    node: string;
+    task_id: string;
+    task_path: string;
+    error?: string;
+    interrupt?: string;
+    writes: { channel: string; value: string; messages?: { role: string; id?: string; text: string }[] }[];
+  }[];
+  abandoned: { from: string; checkpoints: number; status: NodeStatus; error?: string }[];
+}
+
 /** The live path as prompt text, and the whole tree as a text drawing. */
 export class ResumeContext {
   constructor(
-    /** One line per checkpoint from the root to the head, e.g. `step 4 · loop · error, retried`. */
+    /**
+     * One line per checkpoint from the root to the head, e.g. `step 4 · loop · error, retried`;
+     * with `values`, also what each step's nodes wrote and the branches abandoned there.
+     */
     readonly text: string,
     readonly drawing: string,
+    /** With `values`: the live path's steps, root first; [] without. */
+    readonly steps: ResumeStep[] = [],
   ) {}
 
   toString(): string {
@@ -146,5 +172,18 @@ export function branchesFromWire(wire: unknown): Branch[] {
 
 export function contextFromWire(wire: unknown): ResumeContext {
   if (!isRecord(wire) || typeof wire.text !== "string") bad("tree context answered without text");
-  return new ResumeContext(wire.text, str(wire.drawing));
+  const context = wire.context;
+  if (context !== undefined && context !== null && (!isRecord(context) || !Array.isArray(context.steps))) {
+    bad("tree context answered without steps");
+  }
+  return new ResumeContext(wire.text, str(wire.drawing), isRecord(context) ? (context.steps as ResumeStep[]) : []);
+}
+
+/** The live messages as the service sends them: LangChain's stored message form. */
+export function storedMessagesFromWire(wire: unknown): { type: string; data: Record<string, unknown> }[] {
+  if (!isRecord(wire) || !Array.isArray(wire.messages)) bad("live messages answered without a messages list");
+  return wire.messages.map((m) => {
+    if (!isRecord(m) || typeof m.type !== "string" || !isRecord(m.data)) bad("malformed message");
+    return { type: m.type, data: m.data };
+  });
 }

@@ -13,7 +13,8 @@ import {
   type SerializerProtocol,
   uuid6,
 } from "@langchain/langgraph-checkpoint";
-import { END, START, StateGraph, Annotation } from "@langchain/langgraph";
+import { AIMessage, HumanMessage } from "@langchain/core/messages";
+import { END, START, StateGraph, Annotation, MessagesAnnotation } from "@langchain/langgraph";
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
@@ -22,6 +23,7 @@ import { inject } from "vitest";
 import {
   ConflictError,
   deriveKey,
+  GoneError,
   HTTPSaver,
   IdempotencyInProgress,
   IdempotentCallFailed,
@@ -74,6 +76,22 @@ describe("maintenance", () => {
     const left = await all(saver, { configurable: { thread_id: thread } });
     expect(left.map((t) => t.metadata?.step)).toEqual([1, 0]);
     await saver.deleteForRuns([]); // nothing to do, no request
+  });
+
+  it("refuses a late put or putWrites with a config from before deleteThread, and takes a fresh run", async () => {
+    // LangGraph issue 7206: a run still going when its thread is deleted
+    // must not bring the thread back.
+    const thread = tid("gone");
+    const { config: old } = await chain(thread, 2);
+    await saver.deleteThread(thread);
+    const put = await saver.put(old, { ...emptyCheckpoint(), id: uuid6(5) }, meta(2), {}).catch((e: unknown) => e);
+    expect(put).toBeInstanceOf(GoneError);
+    expect(put).toMatchObject({ code: "gone", status: 410 });
+    await expect(saver.putWrites(old, [["x", 1]], "late-task")).rejects.toBeInstanceOf(GoneError);
+    expect(await all(saver, { configurable: { thread_id: thread } })).toEqual([]);
+    const fresh = await saver.put({ configurable: { thread_id: thread, checkpoint_ns: "" } }, { ...emptyCheckpoint(), id: uuid6(6) }, meta(-1), {});
+    await saver.put(fresh, { ...emptyCheckpoint(), id: uuid6(7) }, meta(0), {});
+    expect((await all(saver, { configurable: { thread_id: thread } })).length).toBe(2);
   });
 
   it("prunes to the latest checkpoint, or deletes", async () => {
@@ -149,6 +167,41 @@ describe("the checkpoint tree", () => {
     expect(ctx.drawing).toContain(forkPoint.slice(0, 8));
     await expect(saver.tree(tid("none"))).rejects.toBeInstanceOf(NotFoundError);
     await expect(saver.path(thread, undefined, "sub")).rejects.toThrow(/checkpointId/);
+  });
+});
+
+describe("the resumed agent's memory", () => {
+  it("gives the live path's steps with values, and the live messages without the replaced answer", async () => {
+    let n = 0;
+    const graph = new StateGraph(MessagesAnnotation)
+      .addNode("agent", async () => {
+        n += 1;
+        return { messages: [new AIMessage({ content: `answer ${n}`, id: `a${n}` })] };
+      })
+      .addEdge(START, "agent")
+      .addEdge("agent", END)
+      .compile({ checkpointer: saver });
+    const config: RunnableConfig = { configurable: { thread_id: tid("memory") } };
+    await graph.invoke({ messages: [new HumanMessage({ content: "question", id: "h1" })] }, config);
+    let beforeAgent;
+    for await (const s of graph.getStateHistory(config)) if (s.next[0] === "agent") beforeAgent = s;
+    // Replaying from before the agent abandons its first answer.
+    await graph.invoke(null, beforeAgent!.config);
+    const thread = String(config.configurable!.thread_id);
+
+    const ctx = await saver.resumeContext(thread, { values: true });
+    const path = await saver.path(thread);
+    expect(ctx.steps.map((s) => s.checkpoint_id)).toEqual(path.map((p) => p.checkpointId));
+    expect(ctx.text).toContain("agent wrote messages: ai: answer 2");
+    expect(ctx.text).toContain(`abandoned: 1 checkpoint from ${path[1]!.checkpointId}, ok`);
+    expect(ctx.text).not.toContain("answer 1");
+
+    const live = await saver.liveMessages(thread);
+    expect(live.map((m) => [m.getType(), m.id, m.content])).toEqual([
+      ["human", "h1", "question"],
+      ["ai", "a2", "answer 2"],
+    ]);
+    await expect(saver.resumeContext(thread, { valueBytes: 10 })).rejects.toThrow(/values/);
   });
 });
 

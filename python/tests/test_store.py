@@ -365,3 +365,45 @@ def test_cosine_of_fake_embedding_is_not_degenerate() -> None:
     a, b = fake_embed(["pizza", "sushi"])
     cos = sum(x * y for x, y in zip(a, b, strict=True)) / math.hypot(*a) / math.hypot(*b)
     assert abs(cos) < 0.99
+
+
+def test_each_distinct_text_is_embedded_once(saver_url: str) -> None:
+    """A batch embeds each distinct text of its puts once, and only the
+    texts of the last put of a key (the one the service keeps), sync and
+    async; every put still gets the vector of each of its texts."""
+    docs: list[str] = []
+
+    def counting_embed(texts: list[str]) -> list[list[float]]:
+        docs.extend(texts)
+        return fake_embed(texts)
+
+    def ops(ns: tuple[str, ...]) -> list[Op]:
+        return [
+            PutOp(ns, "a", {"text": "pizza tea"}),
+            PutOp(ns, "b", {"text": "pizza tea"}),
+            PutOp(ns, "c", {"text": "rain"}),
+            PutOp(ns, "c", {"text": "book"}),
+            PutOp(ns, "d", {"text": "pizza tea", "title": "tea"}, index=["text", "title"]),
+        ]
+
+    def cosine(a: list[float], b: list[float]) -> float:
+        return sum(x * y for x, y in zip(a, b, strict=True)) / math.sqrt(
+            sum(x * x for x in a) * sum(y * y for y in b)
+        )
+
+    with HTTPStore(saver_url, index={**INDEX, "embed": counting_embed}) as s:
+        for run in ("sync", "async"):
+            ns = (f"dedupe-{run}-{os.urandom(4).hex()}",)
+            docs.clear()
+            if run == "sync":
+                s.batch(ops(ns))
+            else:
+                asyncio.run(s.abatch(ops(ns)))
+            assert sorted(docs) == ["book", "pizza tea", "tea"], run
+            (tea,) = fake_embed(["tea"])
+            got = {it.key: it.score for it in s.search(ns, query="tea", limit=10)}
+            (pizza_tea, book) = fake_embed(["pizza tea", "book"])
+            want = {"a": cosine(tea, pizza_tea), "b": cosine(tea, pizza_tea), "c": cosine(tea, book), "d": 1.0}
+            assert got.keys() == want.keys(), run
+            for k, score in want.items():
+                assert got[k] == pytest.approx(score, abs=1e-6), (run, k)

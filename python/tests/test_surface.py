@@ -69,6 +69,8 @@ OWN_PUBLIC = {
     "aabandoned",
     "resume_context",
     "aresume_context",
+    "live_messages",
+    "alive_messages",
     "claim",
     "aclaim",
     "complete",
@@ -94,6 +96,7 @@ MODULE_PATHS = {
     "saver_client.errors": [
         "BadResponseError",
         "ConflictError",
+        "GoneError",
         "IdempotencyError",
         "IdempotencyInProgress",
         "IdempotentCallFailed",
@@ -154,8 +157,8 @@ def test_async_twins_take_the_sync_parameters() -> None:
     assert twins == [
         "abandoned", "children", "claim", "close", "complete", "copy_thread",
         "delete_for_runs", "delete_thread", "fail", "get", "get_delta_channel_history",
-        "get_tuple", "leaves", "list", "path", "pin", "ping", "prune", "put", "put_writes",
-        "resume_context", "tree",
+        "get_tuple", "leaves", "list", "live_messages", "path", "pin", "ping", "prune", "put",
+        "put_writes", "resume_context", "tree",
     ]  # fmt: skip
     for name in twins:
         sync, async_ = getattr(HTTPSaver, name), getattr(HTTPSaver, "a" + name)

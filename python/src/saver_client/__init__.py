@@ -11,6 +11,7 @@ from saver_client._version import __version__
 from saver_client.errors import (
     BadResponseError,
     ConflictError,
+    GoneError,
     IdempotencyError,
     IdempotencyInProgress,
     IdempotentCallFailed,
@@ -43,6 +44,7 @@ __all__ = [
     "Claim",
     "ClaimState",
     "ConflictError",
+    "GoneError",
     "HTTPSaver",
     "HTTPStore",
     "Idempotent",

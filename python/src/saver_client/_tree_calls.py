@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from saver_client import _wire as wire
 from saver_client._core import Core
 from saver_client.tree import (
@@ -10,6 +12,7 @@ from saver_client.tree import (
     ThreadTree,
     TreeNode,
     branches_from_wire,
+    messages_from_wire,
     nodes_from_wire,
 )
 
@@ -82,13 +85,50 @@ class TreeCalls(Core):
         """Async `abandoned`."""
         return branches_from_wire(await self._asend(wire.tree_call(thread_id, "abandoned")))
 
-    def resume_context(self, thread_id: str, *, limit: int | None = None) -> ResumeContext:
+    def resume_context(
+        self,
+        thread_id: str,
+        *,
+        limit: int | None = None,
+        values: bool = False,
+        value_bytes: int | None = None,
+        checkpoint_ns: str | None = None,
+    ) -> ResumeContext:
         """The live path as prompt text (`.text`, also `str()`) and the tree drawn (`.drawing`).
 
-        With `limit`, the text keeps only the last `limit` steps.
+        With `limit`, the text keeps only the last `limit` steps. With
+        `values=True`, the text says per step which nodes ran and what they
+        wrote (messages as role and text, other values as compact JSON, each
+        cut at `value_bytes`, default 200), abandoned branches one line each
+        at their fork point, and `.steps` holds the same as data.
+        `checkpoint_ns` picks a subgraph namespace's live path.
         """
-        return ResumeContext.from_wire(self._send(wire.context_call(thread_id, limit)))
+        call = wire.context_call(thread_id, limit, values, value_bytes, checkpoint_ns)
+        return ResumeContext.from_wire(self._send(call))
 
-    async def aresume_context(self, thread_id: str, *, limit: int | None = None) -> ResumeContext:
+    async def aresume_context(
+        self,
+        thread_id: str,
+        *,
+        limit: int | None = None,
+        values: bool = False,
+        value_bytes: int | None = None,
+        checkpoint_ns: str | None = None,
+    ) -> ResumeContext:
         """Async `resume_context`."""
-        return ResumeContext.from_wire(await self._asend(wire.context_call(thread_id, limit)))
+        call = wire.context_call(thread_id, limit, values, value_bytes, checkpoint_ns)
+        return ResumeContext.from_wire(await self._asend(call))
+
+    def live_messages(self, thread_id: str, *, checkpoint_ns: str | None = None) -> list[Any]:
+        """The messages of the live path only, in order, merged by id as
+        `add_messages` merges them, as langchain_core message objects: ready
+        to hand to a chat model on resume. Nothing written only on an
+        abandoned branch is among them.
+        """
+        return messages_from_wire(self._send(wire.messages_call(thread_id, checkpoint_ns)))
+
+    async def alive_messages(
+        self, thread_id: str, *, checkpoint_ns: str | None = None
+    ) -> list[Any]:
+        """Async `live_messages`."""
+        return messages_from_wire(await self._asend(wire.messages_call(thread_id, checkpoint_ns)))

@@ -503,13 +503,34 @@ def tree_call(
     )
 
 
-def context_call(thread_id: str, limit: int | None) -> Call:
+def context_call(
+    thread_id: str,
+    limit: int | None,
+    values: bool = False,
+    value_bytes: int | None = None,
+    checkpoint_ns: str | None = None,
+) -> Call:
     params: dict[str, str] = {}
     if limit is not None:
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
             raise ValueError("limit must be a non-negative int (0 or None: no limit)")
         params["limit"] = str(limit)
+    if values:
+        params["values"] = "true"
+        if value_bytes is not None:
+            if isinstance(value_bytes, bool) or not isinstance(value_bytes, int) or value_bytes < 0:
+                raise ValueError("value_bytes must be a non-negative int")
+            params["value_bytes"] = str(value_bytes)
+        if checkpoint_ns:
+            params["checkpoint_ns"] = checkpoint_ns
+    elif value_bytes is not None or checkpoint_ns:
+        raise ValueError("value_bytes and checkpoint_ns need values=True")
     return Call("GET", thread_path(thread_id, "/tree/context"), params=params)
+
+
+def messages_call(thread_id: str, checkpoint_ns: str | None) -> Call:
+    params = {"checkpoint_ns": checkpoint_ns} if checkpoint_ns else {}
+    return Call("GET", thread_path(thread_id, "/tree/messages"), params=params)
 
 
 # -- the idempotency ledger -------------------------------------------------------

@@ -10,6 +10,7 @@ from __future__ import annotations
 __all__ = [
     "BadResponseError",
     "ConflictError",
+    "GoneError",
     "IdempotencyError",
     "IdempotencyInProgress",
     "IdempotentCallFailed",
@@ -89,6 +90,16 @@ class NoRouteError(SaverError):
 
 class ConflictError(SaverError):
     """409 `conflict`: a condition on stored state did not hold."""
+
+
+class GoneError(SaverError):
+    """410 `gone`: the checkpoint written to was deleted, and nothing was stored.
+
+    A late put whose parent, or put_writes whose checkpoint, a `delete_thread`,
+    `delete_for_runs` or prune `delete` removed (LangGraph issue 7206): the
+    deleted thread stays deleted. A fresh run on the thread (a config without
+    `checkpoint_id`) is stored.
+    """
 
 
 class TooLargeError(SaverError):
@@ -174,6 +185,7 @@ _BY_CODE: dict[str, type[SaverError]] = {
     "not_found": NotFoundError,
     "no_route": NoRouteError,
     "conflict": ConflictError,
+    "gone": GoneError,
     "too_large": TooLargeError,
     "unsupported_media_type": UnsupportedMediaTypeError,
     "unavailable": UnavailableError,
@@ -189,6 +201,7 @@ _BY_STATUS: dict[int, type[SaverError]] = {
     404: NoRouteError,
     405: NoRouteError,
     409: ConflictError,
+    410: GoneError,
     413: TooLargeError,
     415: UnsupportedMediaTypeError,
     503: UnavailableError,

@@ -87,63 +87,71 @@ class HTTPStore(ServiceClient, BaseStore):
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         ops = list(ops)
-        texts, queries = self._texts(ops)
+        texts_of, texts, queries = self._texts(ops)
         vectors: list[list[float]] = []
         query_vectors: dict[str, list[float]] = {}
         if self.embeddings is not None:
             if texts:
-                vectors = self.embeddings.embed_documents([t for _, t in texts])
+                vectors = self.embeddings.embed_documents(texts)
             query_vectors = {q: self.embeddings.embed_query(q) for q in queries}
-        body = self._body(ops, texts, vectors, query_vectors)
+        body = self._body(ops, texts_of, texts, vectors, query_vectors)
         return _results(ops, self._transport.request("POST", BATCH_PATH, body=body))
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         ops = list(ops)
-        texts, queries = self._texts(ops)
+        texts_of, texts, queries = self._texts(ops)
         vectors: list[list[float]] = []
         query_vectors: dict[str, list[float]] = {}
         if self.embeddings is not None:
             if texts:
-                vectors = await self.embeddings.aembed_documents([t for _, t in texts])
+                vectors = await self.embeddings.aembed_documents(texts)
             for q in queries:
                 query_vectors[q] = await self.embeddings.aembed_query(q)
-        body = self._body(ops, texts, vectors, query_vectors)
+        body = self._body(ops, texts_of, texts, vectors, query_vectors)
         return _results(ops, await self._transport.arequest("POST", BATCH_PATH, body=body))
 
     # -- building a batch ----------------------------------------------------
 
-    def _texts(self, ops: Sequence[Op]) -> tuple[list[tuple[int, str]], list[str]]:
-        """The texts to embed, as (op index, text), and the distinct queries.
+    def _texts(self, ops: Sequence[Op]) -> tuple[dict[int, list[str]], list[str], list[str]]:
+        """The texts of each put by op index, the distinct texts among them,
+        and the distinct queries: what to embed, each text once.
 
         A put embeds the texts at its index paths (the config's fields, or
         its own list; none with index=False), one vector per text, as
-        InMemoryStore and PostgresStore do; a search embeds its query.
+        InMemoryStore and PostgresStore do; only the last put of a key, the
+        one the service keeps. A search embeds its query.
         """
         if self.embeddings is None:
-            return [], []
-        texts: list[tuple[int, str]] = []
+            return {}, [], []
+        last = {(op.namespace, op.key): i for i, op in enumerate(ops) if isinstance(op, PutOp)}
+        texts_of: dict[int, list[str]] = {}
+        texts: dict[str, None] = {}
         queries: dict[str, None] = {}
         for i, op in enumerate(ops):
             if isinstance(op, PutOp) and op.value is not None and op.index is not False:
+                if last[(op.namespace, op.key)] != i:
+                    continue
                 paths = self._fields if op.index is None else [(p, tokenize_path(p)) for p in op.index]
-                for _, path in paths:
-                    texts.extend((i, t) for t in get_text_at_path(op.value, path))
+                ts = [t for _, path in paths for t in get_text_at_path(op.value, path)]
+                if ts:
+                    texts_of[i] = ts
+                    texts.update(dict.fromkeys(ts))
             elif isinstance(op, SearchOp) and op.query:
                 queries[op.query] = None
-        return texts, list(queries)
+        return texts_of, list(texts), list(queries)
 
     def _body(
         self,
         ops: Sequence[Op],
-        texts: list[tuple[int, str]],
+        texts_of: dict[int, list[str]],
+        texts: list[str],
         vectors: list[list[float]],
         query_vectors: dict[str, list[float]],
     ) -> dict[str, Any]:
         if len(vectors) != len(texts):
             raise ValueError(f"the embedding function returned {len(vectors)} vectors for {len(texts)} texts")
-        per_put: dict[int, list[list[float]]] = {}
-        for (i, _), v in zip(texts, vectors, strict=True):
-            per_put.setdefault(i, []).append([float(x) for x in v])
+        vector_of = {t: [float(x) for x in v] for t, v in zip(texts, vectors, strict=True)}
+        per_put = {i: [vector_of[t] for t in ts] for i, ts in texts_of.items()}
         wire: list[dict[str, Any]] = []
         for i, op in enumerate(ops):
             if isinstance(op, GetOp):

@@ -176,15 +176,39 @@ class ResumeContext:
 
     text: str
     drawing: str
+    # With values=True: the live path's steps as the service sends them
+    # (docs/api.md, ResumeContext): each step's tasks, with their node, the
+    # channels they wrote and the values rendered, and the branches
+    # abandoned there. None without values.
+    context: Mapping[str, Any] | None = None
 
     def __str__(self) -> str:
         return self.text
+
+    @property
+    def steps(self) -> list[Mapping[str, Any]]:
+        """The live path's steps, root first; [] without values."""
+        return list(self.context["steps"]) if self.context else []
 
     @classmethod
     def from_wire(cls, wire: Any) -> ResumeContext:
         if not isinstance(wire, Mapping) or not isinstance(wire.get("text"), str):
             raise BadResponseError("bad_response", "tree context answered without text")
-        return cls(text=wire["text"], drawing=str(wire.get("drawing") or ""))
+        context = wire.get("context")
+        if context is not None and (
+            not isinstance(context, Mapping) or not isinstance(context.get("steps"), list)
+        ):
+            raise BadResponseError("bad_response", "tree context answered without steps")
+        return cls(text=wire["text"], drawing=str(wire.get("drawing") or ""), context=context)
+
+
+def messages_from_wire(wire: Any) -> list[Any]:
+    """The live messages as langchain_core message objects."""
+    from langchain_core.messages import messages_from_dict
+
+    if not isinstance(wire, Mapping) or not isinstance(wire.get("messages"), list):
+        raise BadResponseError("bad_response", "live messages answered without a messages list")
+    return messages_from_dict(wire["messages"])
 
 
 def nodes_from_wire(wire: Any) -> list[TreeNode]:
