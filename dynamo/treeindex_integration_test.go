@@ -3,7 +3,9 @@
 package dynamo_test
 
 import (
+	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -318,4 +320,75 @@ func TestTreeIndexReplicas(t *testing.T) {
 	}
 	mustIndexAgree(t, reader, ref)
 	mustIndexAgree(t, a, ref)
+}
+
+// beforeTombstones passes calls through, and runs hook once, just before
+// the first BatchWriteItem that writes tombstones: after the deletion read
+// what it deletes, before a put can meet a tombstone.
+type beforeTombstones struct {
+	dynamo.DynamoAPI
+	hook func()
+}
+
+func (b *beforeTombstones) BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error) {
+	for _, reqs := range in.RequestItems {
+		for _, r := range reqs {
+			if r.PutRequest == nil || b.hook == nil {
+				continue
+			}
+			if pk, _ := r.PutRequest.Item["PK"].(*types.AttributeValueMemberS); pk != nil && strings.Contains(pk.Value, "~gone") {
+				hook := b.hook
+				b.hook = nil
+				hook()
+			}
+		}
+	}
+	return b.DynamoAPI.BatchWriteItem(ctx, in, opts...)
+}
+
+// TestTreeIndexStragglers: a put and an error write that race a deletion
+// (stored after the deletion read the thread, before its tombstones) are
+// deleted by its straggler pass with their tree index items, so that the
+// index still agrees with the items (delete_for_runs, whose thread keeps
+// its marker) and the thread has no index left (delete_thread).
+func TestTreeIndexStragglers(t *testing.T) {
+	st := localstack.MustStore(t)
+	late := st.Store // another replica, unaware of the deletion
+	straggle := func(ref saver.CheckpointRef, parent, run string) func() {
+		return func() {
+			putNode(t, late, ref, "0009", parent, run, 0)
+			storetest.MustPutWrites(t, late, storetest.At(ref, "0009"), storetest.NewWrite("t", -1, saver.ChannelError, "boom"))
+		}
+	}
+	t.Run("DeleteForRuns", func(t *testing.T) {
+		ref := storetest.NewRef()
+		putNode(t, late, ref, "0001", "", "r1", 0)
+		putNode(t, late, ref, "0002", "0001", "r2", 0)
+		mustIndexAgree(t, late, ref) // and the marker
+		s := dynamo.NewStore(&beforeTombstones{DynamoAPI: st.DB, hook: straggle(ref, "0002", "r2")}, st.Store.Table())
+		if err := s.DeleteForRuns(t.Context(), ref.Tenant, []string{"r2"}); err != nil {
+			t.Fatal(err)
+		}
+		mustMarked(t, late, ref)
+		mustIndexAgree(t, late, ref)
+		if nodes := storetest.MustListNodes(t, late, ref.Tenant, ref.ThreadID); len(nodes) != 1 || nodes[0].ID != "0001" {
+			t.Fatalf("nodes %+v, want 0001 alone", nodes)
+		}
+	})
+	t.Run("DeleteThread", func(t *testing.T) {
+		ref := storetest.NewRef()
+		putNode(t, late, ref, "0001", "", "r1", 0)
+		mustIndexAgree(t, late, ref)
+		s := dynamo.NewStore(&beforeTombstones{DynamoAPI: st.DB, hook: straggle(ref, "0001", "r1")}, st.Store.Table())
+		if err := s.DeleteThread(t.Context(), ref.Tenant, ref.ThreadID); err != nil {
+			t.Fatal(err)
+		}
+		got, want, marked, err := late.TreeIndex(t.Context(), ref.Tenant, ref.ThreadID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 0 || len(want) != 0 || marked {
+			t.Fatalf("after the deletion: index %v, items making %v, marker %v; want none", got, want, marked)
+		}
+	})
 }
