@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
@@ -136,16 +137,21 @@ func TestDeltaHistoryLateWrites(t *testing.T) {
 }
 
 // TestDeltaHistoryAfterDelete: a thread this replica deletes and that is
-// put again under the same ids reads as put again, not as cached.
+// put again under the same ids (once the deletion's tombstones have
+// expired, as before that they refuse such puts) reads as put again, not
+// as cached.
 func TestDeltaHistoryAfterDelete(t *testing.T) {
 	st := localstack.MustStore(t)
 	a, _, _, cold := replicas(st)
+	clock := storetest.NewClock()
+	a.Now, cold.Now = clock.Now, clock.Now
 	ref := storetest.NewRef()
 	storetest.PutChat(t, a, ref, 10, 1)
 	mustAgree(t, storetest.At(ref, "0010"), storetest.History{Seed: "S1", HasSeed: true, Writes: storetest.ChatWrites(1, 9)}, a)
 	if err := a.DeleteThread(t.Context(), ref.Tenant, ref.ThreadID); err != nil {
 		t.Fatal(err)
 	}
+	clock.Advance(a.TombstoneLifetime + time.Second)
 	storetest.PutDelta(t, cold, ref, "0001", "", []string{"messages=1:T1"})
 	for i := 2; i <= 10; i++ {
 		id := fmt.Sprintf("%04d", i)

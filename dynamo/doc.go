@@ -16,6 +16,9 @@
 //	    c!<ns>!<checkpoint id>!w!<task id>!s<seq>!       bundle of writes
 //	    b!<ns>!<channel>!<version>!                      channel value (blob)
 //	    x!<ns>!                                          lifetimes item
+//	    n!<ns>!<checkpoint id>!                          tree index: node
+//	    n!<ns>!<checkpoint id>!w!<task id>!<idx>!        tree index: an error or interrupt
+//	    n!                                               tree index: marker
 //
 // Each part is escaped so that it never holds the separator "!": bytes up
 // to "#" become "#" and two hex digits. The escape keeps byte order, and "!"
@@ -50,6 +53,10 @@
 //	            task_id, task_path, idx, channel, value (payload). Older
 //	            versions stored ordinary writes so too, and bundles at
 //	            b<idx>; they keep reading (bundle.go)
+//	index       node: the node fields (or a flag's write, or the marker)
+//	            msgpacked, read by tree queries instead of the checkpoints
+//	            and writes; written with the item it stands for, same
+//	            expiry (see treeindex.go)
 //	blob        channel, version, value (payload); a patch on earlier
 //	            versions has chain, hash and patch (the payload) in place of
 //	            value (see patched.go)
@@ -141,31 +148,36 @@
 // Counted with Counter and pinned by the integration tests
 // (TestRequestCounts, TestClaimRace, TestListNodesLongThread):
 //
-//	put_checkpoint  1 TransactWriteItems: the checkpoint, the tombstone
-//	                checks of its parent and its id (tombstone.go), up to
-//	                96 new blobs (4 MB) and the namespace's lifetimes item;
-//	                with no blob brought or referenced, the checkpoint and
-//	                the checks alone (a PutItem before the checks). 2 when
+//	put_checkpoint  1 TransactWriteItems: the checkpoint with its tree
+//	                index item, the tombstone checks of its parent and its
+//	                id (tombstone.go), up to 95 new blobs (4 MB) and the
+//	                namespace's lifetimes item; with no blob brought or
+//	                referenced, the checkpoint, its index item and the
+//	                checks alone (a PutItem before the index and the
+//	                checks). 2 when
 //	                a referenced blob must be extended (with an expiry:
 //	                about once per lifetime per unchanged channel; or once
 //	                when a thread's scope turns to forever); + 1
 //	                BatchGetItem when no lifetimes entry vouches for a
 //	                referenced blob (a fork). 1 more per 100 items beyond
-//	                the first; a put of 97 new blobs with a parent (98
+//	                the first; a put of 96 new blobs with a parent (97
 //	                without) leaves their entries out rather than take a
 //	                second request. A value stored as
 //	                a patch (patched.go) changes none of this; + 1
 //	                TransactWriteItems, with the whole value, when its base
 //	                is no longer the channel's version (another process put
 //	                the channel since). Write units of a 2 KB checkpoint
-//	                (TestMeasureWriteCosts): no blob 3 before the checks,
-//	                8 with the check of its id, 10 with its parent's too;
-//	                with a new 1 KB blob, 12 before, 16 with both checks
+//	                (TestMeasureWriteCosts): no blob 3 as the PutItem
+//	                before the index and the checks, 10 with its index item
+//	                and the check of its id (2 a small item of a
+//	                transaction), 12 with its parent's check too; with a
+//	                new 1 KB blob and a parent, 12 before the index and the
+//	                checks, 14 with the index, 18 with the checks too
 //	conditional     1 Query (the head, projected) + the put's requests,
 //	put_checkpoint  with the lifetimes item always in the transaction: 1
-//	                TransactWriteItems where the put would be 1 PutItem
-//	                (no blob), 2 TransactWriteItems for 99 new blobs; so 2
-//	                requests in the common case. A moved head:
+//	                TransactWriteItems (with the namespace item, where
+//	                the put alone would leave it out), 2 for 99 new blobs;
+//	                so 2 requests in the common case. A moved head:
 //	                the Query alone. A writer that lost a race: Query,
 //	                cancelled TransactWriteItems, Query (3). A stale token:
 //	                + 1 Query + 1 TransactWriteItems, once. Write units: the
@@ -175,11 +187,13 @@
 //	                checkpoint (tombstone.go) and a bundle of the ordinary
 //	                writes, whatever their number (+ 1 S3 PutObject when
 //	                over the offload threshold), with the writes to special
-//	                channels (negative idx), up to 98 (4 MB); so a
-//	                put_writes is stored whole or not at all (bundle.go).
-//	                Before the check a bundle alone was 1 PutItem: 1 write
-//	                unit for a small write, 4 with the check; 4 before and
-//	                6 with it for a write and an error (TestMeasureWriteCosts).
+//	                channels (negative idx) and the tree index items of the
+//	                errors and interrupts among them, up to 100 items (4
+//	                MB); so a put_writes is stored whole or not at all
+//	                (bundle.go). Before the check a bundle alone was 1
+//	                PutItem: 1 write unit for a small write, 4 with the
+//	                check; a write and an error 4 before the index and the
+//	                check, 8 with both (TestMeasureWriteCosts).
 //	                A replayed task: 1 more per bundle the task stored
 //	                before with writes this one also has (1 for a replay of
 //	                the same writes)
@@ -203,15 +217,22 @@
 //	                root) + S3 GetObject per offloaded seed or write; a
 //	                parent whose id sorts above its child's (never in
 //	                LangGraph) falls back to one get_tuple per ancestor
-//	list_nodes      1 Query per 1 MB page of the thread's checkpoints and
-//	                writes, projected on keys and node fields: no payload
-//	                leaves DynamoDB, though it counts items whole against
-//	                the page and the read units
+//	list_nodes      1 Query per 1 MB page of the thread's tree index
+//	                (about 6,500 checkpoints: 2 for 10,000, TestListNodes-
+//	                LongThread), every tree route. The first of a thread
+//	                without its marker (written before the index, or its
+//	                copy cut off) reads its checkpoints and writes as well
+//	                (1 Query per 1 MB page, projected) and puts the missing
+//	                index items (1 TransactWriteItems per 50) and the
+//	                marker (1 PutItem); a query that finds a checkpoint
+//	                outliving the marker puts it again (about once per
+//	                lifetime)
 //	delete_thread   1 Query per 1 MB page + 1 BatchWriteItem per 25
-//	                checkpoints (their tombstones, first) + 1 per 25 items;
-//	                then 1 Query per 1 MB page of what raced the deletion
-//	                (tombstone.go), and per pass that finds some, its
-//	                tombstones and deletions and 1 Query more
+//	                checkpoints (their tombstones, first) + 1 per 25 items,
+//	                tree index items included; then 1 Query per 1 MB page
+//	                of what raced the deletion (tombstone.go), and per pass
+//	                that finds some, its tombstones and deletions (with
+//	                their index items) and 1 Query more
 //	prune           keep_latest: the thread read whole (1 Query per 1 MB
 //	                page), then BatchWriteItems of what goes: all but the
 //	                latest checkpoint of each namespace and its saver.Chain
@@ -227,9 +248,11 @@
 //	                and DynamoDB has not deleted it yet
 //	complete, fail  1 UpdateItem
 //	set_expiry      1 Query + 1 BatchGetItem per 100 blobs (projected, no
-//	                payload) + 1 TransactWriteItems of the extensions and
-//	                the checkpoint (1 UpdateItem when only the checkpoint
-//	                changes); per offloaded payload extended, 1 S3
+//	                payload) + 1 TransactWriteItems of the extensions, the
+//	                checkpoint and the tree index items of the checkpoint
+//	                and of its errors and interrupts extended (of two items
+//	                when only the checkpoint changes; an UpdateItem before
+//	                the index); per offloaded payload extended, 1 S3
 //	                GetObjectTagging (+ 1 PutObjectTagging)
 //	offload_refs    1 Query per 1 MB page, projected (the sweeper's reads)
 //	item get        1 GetItem (+ 1 S3 GetObject when offloaded); with a

@@ -21,8 +21,9 @@ var _ saver.Expirer = (*Store)(nil)
 // offloaded references, no payload), a BatchGetItem per 100 of its blobs
 // (projected the same way), then one TransactWriteItems of the extensions,
 // each conditioned on the expiry it was read with, and the checkpoint last,
-// conditioned on its not having expired; a single UpdateItem when only the
-// checkpoint changes. Offloaded payloads are retagged before their items
+// conditioned on its not having expired, then the tree index items of the
+// checkpoint and of the errors and interrupts extended (treeindex.go); a
+// TransactWriteItems of two when only the checkpoint changes. Offloaded payloads are retagged before their items
 // are extended.
 //
 // Returns EINVALID for an empty ref.ID, ENOTFOUND if the checkpoint does
@@ -64,16 +65,26 @@ func (s *Store) setExpiry(ctx context.Context, ref saver.CheckpointRef, exp int6
 			return err
 		}
 	}
+	cp[attrNS], cp[attrID] = attrS(ref.NS), attrS(ref.ID)
+	if p.node, err = nodeOp(cp, exp); err != nil { // treeindex.go
+		return err
+	}
+	p.cp.Glue = true
+	p.writes = writes
 	return s.send(ctx, p, "The checkpoint's items kept changing; retry.")
 }
 
 // checkpointWrites reads a checkpoint and its writes, projected on their
-// keys, expiries, versions and offloaded references: nil if it is absent.
+// keys, expiries, versions, offloaded references and the fields of their
+// tree index items: nil if it is absent.
 func (s *Store) checkpointWrites(ctx context.Context, ref saver.CheckpointRef) (cp item, writes []item, err error) {
 	proj := awsx.NewExpr("p")
 	proj.Text = strings.Join([]string{
 		proj.Name(attrPK), proj.Name(attrSK), proj.Name(attrKind), proj.Name(attrExpiresAt), proj.Name(attrVersions),
 		proj.Path(attrBody, payloadRef), proj.Path(attrValue, payloadRef),
+		// what the tree index items of the checkpoint and its flags hold
+		proj.Name(attrNS), proj.Name(attrID), proj.Name(attrParent), proj.Name(attrSource), proj.Name(attrStep),
+		proj.Name(attrParents), proj.Name(attrTaskID), proj.Name(attrIdx),
 	}, ", ")
 	err = s.table.Query(ctx, &dynamodb.QueryInput{
 		KeyConditionExpression: ptr("PK = :pk AND begins_with(SK, :sk)"),
@@ -139,9 +150,11 @@ type expiryPlan struct {
 	lkey          item
 	keepLifetimes bool
 	cp            awsx.WriteOp
-	cpRefs        []string // the checkpoint's offloaded payloads, retagged once
-	sks           []string // the extensions of the last request, in order
-	first         int      // the index of the first extension in it
+	node          awsx.WriteOp // the checkpoint's index item, after it
+	writes        []item       // the checkpoint's, for their index items
+	cpRefs        []string     // the checkpoint's offloaded payloads, retagged once
+	sks           []string     // the extensions of the last request, in order
+	first         int          // the index of the first extension in it
 }
 
 // plan adds what an item of the checkpoint needs: an extension, and a
@@ -189,7 +202,21 @@ func (p *expiryPlan) next(ctx context.Context) ([]awsx.WriteOp, error) {
 	}
 	p.first = len(ops)
 	ops = append(ops, extensionOps(exts)...)
-	return append(ops, p.cp), nil
+	ops = append(ops, p.cp, p.node)
+	// The index items of the errors and interrupts extended, with their
+	// new expiry; nothing after the checkpoint has a condition.
+	for _, w := range p.writes {
+		if e, ok := p.exts[getS(w, attrSK)]; ok {
+			f, err := flagOp(w, e.to)
+			if err != nil {
+				return nil, err
+			}
+			if f != nil {
+				ops = append(ops, *f)
+			}
+		}
+	}
+	return ops, nil
 }
 
 // lifetimesOp returns the update of the entries of the blobs extended, nil

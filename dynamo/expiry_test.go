@@ -75,11 +75,11 @@ func TestSetExpiryExtends(t *testing.T) {
 			fmt.Sprintf("update x!!: attribute_exists(PK): SET ch:a = {e=%d r=obj-a v=1}", exp),
 			fmt.Sprintf("update b!!a!1!: expires_at = %d: SET expires_at = %d", now.Unix()+50, exp),
 			fmt.Sprintf("update c!!2!w!t!0!: expires_at = %d: SET expires_at = %d", now.Unix()+100, exp),
-			cpUpdate,
+			cpUpdate, "put n!!2!: ",
 		},
 		{
 			fmt.Sprintf("update c!!2!w!t!0!: expires_at = %d: SET expires_at = %d", now.Unix()+100, exp),
-			cpUpdate,
+			cpUpdate, "put n!!2!: ",
 		},
 	}
 	if len(db.requests) != len(want) {

@@ -1,6 +1,13 @@
 package dynamo
 
-import "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+import (
+	"context"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/saver-dev/saver"
+)
 
 // BlobItemKey returns the primary key of a blob's item, for tests that look
 // at items as stored.
@@ -12,3 +19,35 @@ func BlobItemKey(tenant, threadID, ns, channel, version string) map[string]types
 func CheckpointItemKey(tenant, threadID, ns, id string) map[string]types.AttributeValue {
 	return item{attrPK: attrS(partitionKey(tenant, threadID)), attrSK: attrS(checkpointKey(ns, id))}
 }
+
+// TreeIndex returns the thread's live tree index entries and the entries
+// its live checkpoints and writes make, each as its index sort key mapped
+// to the entry and expiry, and whether the thread has a live marker.
+func (s *Store) TreeIndex(ctx context.Context, tenant, threadID string) (got, want map[string]string, marked bool, err error) {
+	entries, exps, marker, err := s.readIndex(ctx, partitionKey(tenant, threadID))
+	if err != nil {
+		return nil, nil, false, err
+	}
+	_, items, iexps, err := s.scanNodes(ctx, tenant, threadID)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	show := func(es []*indexEntry, exps []int64) map[string]string {
+		m := map[string]string{}
+		for i, e := range es {
+			m[e.sk()] = fmt.Sprintf("%+v expires %d", *e, exps[i])
+		}
+		return m
+	}
+	return show(entries, exps), show(items, iexps), marker != nil, nil
+}
+
+// ScanNodes returns the thread's nodes read from its checkpoints and
+// writes, as before the tree index.
+func (s *Store) ScanNodes(ctx context.Context, tenant, threadID string) ([]saver.Node, error) {
+	nodes, _, _, err := s.scanNodes(ctx, tenant, threadID)
+	return nodes, err
+}
+
+// IndexKeyPrefix starts the sort key of every tree index item.
+const IndexKeyPrefix = kindIndex

@@ -45,6 +45,8 @@ func TestHeadGuardRequestCounts(t *testing.T) {
 	}{
 		{"FirstNoBlobs", requests{"Query": 1, "TransactWriteItems": 1}, func(t *testing.T) { put(t, "0001", "", 0) }},
 		{"5Blobs", requests{"Query": 1, "TransactWriteItems": 1}, func(t *testing.T) { put(t, "0002", "0001", 5) }},
+		// The checks, the namespace item and 97 blobs, then 2 blobs, the
+		// checks and the checkpoint with its tree index item.
 		{"99Blobs", requests{"Query": 1, "TransactWriteItems": 2}, func(t *testing.T) { put(t, "0003", "0002", 99) }},
 		{"Moved", requests{"Query": 1}, func(t *testing.T) {
 			storetest.MustConflict(t, s, storetest.ExpectingHead(storetest.NewCheckpoint(ref, "0004"), "0002"))

@@ -71,7 +71,7 @@ func TestPutExpectHeadRequest(t *testing.T) {
 		{"Blobs", expecting(put(0), "1"), "1", []string{
 			"update x!!: " + vouchedA + ")) AND " + vouchedB + ")) AND (attribute_not_exists(head) OR head.i = '1' OR head.n = 'N'): " +
 				"SET kind = 'lifetimes', head = {i=2 n=N}, ch:new = {e=0 h=TJRIXgwhrmxBzh3- v=2} REMOVE expires_at",
-			inserted, notBuried1, notBuried2, putCP,
+			inserted, notBuried1, notBuried2, putCP, putNode,
 		}},
 		{"NothingBroughtOrReferenced", func() saver.PutCheckpoint {
 			in := put(0)
@@ -79,13 +79,13 @@ func TestPutExpectHeadRequest(t *testing.T) {
 			return expecting(in, "")
 		}(), "", []string{
 			"update x!!: (attribute_not_exists(head) OR head.n = 'N'): SET kind = 'lifetimes', head = {i=2 n=N} REMOVE expires_at",
-			notBuried1, notBuried2, putCP,
+			notBuried1, notBuried2, putCP, putNode,
 		}},
 		// The head stays where it is: the token names it, not this put.
 		{"OlderID", expecting(put(0), "3"), "3", []string{
 			"update x!!: " + vouchedA + ")) AND " + vouchedB + ")) AND (attribute_not_exists(head) OR head.i = '3' OR head.n = 'N'): " +
 				"SET kind = 'lifetimes', head = {i=3 n=N}, ch:new = {e=0 h=TJRIXgwhrmxBzh3- v=2} REMOVE expires_at",
-			inserted, notBuried1, notBuried2, putCP,
+			inserted, notBuried1, notBuried2, putCP, putNode,
 		}},
 	}
 	for _, tt := range tests {

@@ -106,13 +106,13 @@ func TestRequestCounts(t *testing.T) {
 		want requests
 		fn   func(t *testing.T)
 	}{
-		// With the check that its id has no tombstone (tombstone.go): one
-		// TransactWriteItems where the checkpoint alone was one PutItem.
+		// The checkpoint, its tree index item and the check that its id
+		// has no tombstone (tombstone.go): one TransactWriteItems.
 		{"PutCheckpointNoBlobs", requests{"TransactWriteItems": 1}, func(t *testing.T) {
 			storetest.MustPutCheckpoint(t, s, storetest.NewCheckpoint(ref, "0005"))
 		}},
 		// A parent adds its check to the same request. (In another thread,
-		// as the 98 blobs below, so that ref's stays as the pins below
+		// as the 97 blobs below, so that ref's stays as the pins below
 		// count it.)
 		{"PutCheckpointNoBlobsWithParent", requests{"TransactWriteItems": 1}, func(t *testing.T) {
 			in := storetest.NewCheckpoint(other, "0002")
@@ -126,15 +126,20 @@ func TestRequestCounts(t *testing.T) {
 			}
 			storetest.MustPutCheckpoint(t, s, in)
 		}},
-		// 98 new blobs, the check and the checkpoint fill one transaction
-		// (99 before the check; 97 for a put with a parent).
-		{"PutCheckpoint98Blobs", requests{"TransactWriteItems": 1}, func(t *testing.T) {
+		// 97 new blobs, the check, the checkpoint and its tree index item
+		// fill one transaction, the namespace item left out (98 before
+		// the check; 96 for a put with a parent).
+		{"PutCheckpoint97Blobs", requests{"TransactWriteItems": 1}, func(t *testing.T) {
 			in := storetest.NewCheckpoint(other, "0003")
-			for i := range 98 {
+			for i := range 97 {
 				storetest.SetChannel(&in, fmt.Sprint("ch", i), "3", "v")
 			}
 			storetest.MustPutCheckpoint(t, s, in)
 		}},
+		// 99 blobs, the check, the checkpoint, its index item and the
+		// namespace item are 103 items: a transaction of the check, the
+		// namespace item and 98 blobs, then the last blob, the check, the
+		// checkpoint and its index item.
 		{"PutCheckpoint99Blobs", requests{"TransactWriteItems": 2}, func(t *testing.T) {
 			in := storetest.NewCheckpoint(ref, "0007")
 			for i := range 99 {
@@ -225,22 +230,31 @@ func TestRequestCounts(t *testing.T) {
 				t.Fatalf("listed %d checkpoints, want 9", len(got))
 			}
 		}},
+		// The first tree query of a thread reads its checkpoints and writes
+		// too, finds its index whole and puts the marker.
+		{"ListNodesFirst", requests{"Query": 2, "PutItem": 1}, func(t *testing.T) {
+			nodes := storetest.MustListNodes(t, s, ref.Tenant, ref.ThreadID)
+			if len(nodes) != 9 || !nodes[7].HasError || nodes[6].HasError {
+				t.Fatalf("nodes %+v, want 9 with an error on 0007", nodes)
+			}
+		}},
 		{"ListNodes", requests{"Query": 1}, func(t *testing.T) {
 			nodes := storetest.MustListNodes(t, s, ref.Tenant, ref.ThreadID)
 			if len(nodes) != 9 || !nodes[7].HasError || nodes[6].HasError {
 				t.Fatalf("nodes %+v, want 9 with an error on 0007", nodes)
 			}
 		}},
-		// One page of the thread, its 280 items 25 a request, as DeleteThread.
+		// One page of the thread, its 292 items 25 a request, as DeleteThread.
 		{"CopyThread", requests{"Query": 1, "BatchWriteItem": 12}, func(t *testing.T) {
 			if err := s.CopyThread(t.Context(), ref.Tenant, ref.ThreadID, ref.ThreadID+"-copy"); err != nil {
 				t.Fatal(err)
 			}
 		}},
 		// 9 checkpoints, 10 bundles and 2 error writes, 5+5+99+150
-		// blobs: 280 items, 25 a request; first 1 request of the 9
-		// checkpoints' tombstones, and last 1 Query of what raced the
-		// deletion (tombstone.go).
+		// blobs: 280 items, and their tree index: 9 nodes, 2 flags and
+		// the marker; 25 a request; first 1 request of the 9 checkpoints'
+		// tombstones, and last 1 Query of what raced the deletion
+		// (tombstone.go).
 		{"DeleteThread", requests{"Query": 2, "BatchWriteItem": 13}, func(t *testing.T) {
 			if err := s.DeleteThread(t.Context(), ref.Tenant, ref.ThreadID); err != nil {
 				t.Fatal(err)
@@ -424,7 +438,7 @@ func expiryCounts(s *dynamo.Store) []countTest {
 		}, setup: func(t *testing.T) {
 			storetest.MustPutExpiringWrites(t, e, storetest.At(ref, "0004"), session(80*time.Minute), w)
 		}},
-		{name: "SetExpiryCheckpointOnly", want: requests{"Query": 1, "BatchGetItem": 1, "UpdateItem": 1}, fn: func(t *testing.T) {
+		{name: "SetExpiryCheckpointOnly", want: requests{"Query": 1, "BatchGetItem": 1, "TransactWriteItems": 1}, fn: func(t *testing.T) {
 			storetest.MustSetExpiry(t, e, storetest.At(ref, "0006"), session(time.Hour))
 		}},
 	}

@@ -145,6 +145,7 @@ func put(exp int64) saver.PutCheckpoint {
 const (
 	inserted = "put b!!new!2!: attribute_not_exists(PK) OR expires_at <= 1000000"
 	putCP    = "put c!!2!: "
+	putNode  = "put n!!2!: " // the checkpoint's tree index item
 	// The tombstone checks of the put's parent "1" and of its own id "2",
 	// in the checkpoint's request (tombstone.go).
 	notBuried1 = "check g!c!!1!: attribute_not_exists(PK) OR expires_at <= 1000000"
@@ -167,23 +168,23 @@ func TestPutLifetimes(t *testing.T) {
 	}{
 		{"DefaultPolicy", func() saver.PutCheckpoint { return put(0) }, []string{
 			"update x!!: " + vouchedA + ")) AND " + vouchedB + ")): " + fmt.Sprintf(recordNew, 0) + " REMOVE expires_at",
-			inserted, notBuried1, notBuried2, putCP,
+			inserted, notBuried1, notBuried2, putCP, putNode,
 		}},
 		{"Expiring", func() saver.PutCheckpoint { return put(exp) }, []string{
 			fmt.Sprintf("update x!!: %s OR ch:a.e >= %d)) AND %s OR ch:b.e >= %d)): "+recordNew+", expires_at = %d",
 				vouchedA, exp, vouchedB, exp, 2*exp-now.Unix(), 2*exp-now.Unix()),
-			inserted, notBuried1, notBuried2, putCP,
+			inserted, notBuried1, notBuried2, putCP, putNode,
 		}},
 		{"NothingReferenced", func() saver.PutCheckpoint {
 			in := put(exp)
 			in.ChannelVersions = map[string]string{"new": "2"}
 			return in
-		}, []string{fmt.Sprintf("update x!!: : "+recordNew+", expires_at = %d", 2*exp-now.Unix(), 2*exp-now.Unix()), inserted, notBuried1, notBuried2, putCP}},
+		}, []string{fmt.Sprintf("update x!!: : "+recordNew+", expires_at = %d", 2*exp-now.Unix(), 2*exp-now.Unix()), inserted, notBuried1, notBuried2, putCP, putNode}},
 		{"NothingBroughtOrReferenced", func() saver.PutCheckpoint {
 			in := put(exp)
 			in.ChannelVersions, in.Blobs = map[string]string{}, nil
 			return in
-		}, []string{notBuried1, notBuried2, putCP}},
+		}, []string{notBuried1, notBuried2, putCP, putNode}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -203,13 +204,13 @@ func TestPutLifetimes(t *testing.T) {
 	}
 }
 
-// TestPutLifetimesLeftOut puts 97 new blobs: with the checkpoint and its
-// two tombstone checks they fill a transaction, so recording their entries
-// would take a second one, and they are left out.
+// TestPutLifetimesLeftOut puts 96 new blobs: with the checkpoint, its
+// index item and its two tombstone checks they fill a transaction, so
+// recording their entries would take a second one, and they are left out.
 func TestPutLifetimesLeftOut(t *testing.T) {
 	in := put(0)
 	in.ChannelVersions, in.Blobs = map[string]string{}, nil
-	for i := range 97 {
+	for i := range 96 {
 		ch := fmt.Sprint("ch", i)
 		in.ChannelVersions[ch] = "1"
 		in.Blobs = append(in.Blobs, saver.Blob{Channel: ch, Version: "1", Value: saver.Typed{Type: "msgpack"}})
@@ -272,12 +273,12 @@ func TestPutExtends(t *testing.T) {
 			fmt.Sprintf("update x!!: : "+recordNew+", ch:a = {e=%d v=1}, ch:b = {e=%d r=obj-b v=1}, expires_at = %d", blobExp, blobExp, blobExp, blobExp),
 			fmt.Sprintf("update b!!a!1!: expires_at = %d: SET expires_at = %d", now.Unix()+60, blobExp),
 			fmt.Sprintf("update b!!b!1!: expires_at = %d: SET expires_at = %d", now.Unix()+30, blobExp),
-			inserted, notBuried1, notBuried2, putCP,
+			inserted, notBuried1, notBuried2, putCP, putNode,
 		},
 		{
 			fmt.Sprintf("update x!!: : SET kind = 'lifetimes', ch:a = {e=0 v=1}, ch:b = {e=%d r=obj-b v=1}, ch:new = {e=%d v=2}, expires_at = %d", blobExp, blobExp+5, blobExp),
 			fmt.Sprintf("update b!!b!1!: expires_at = %d: SET expires_at = %d", now.Unix()+30, blobExp),
-			notBuried1, notBuried2, putCP,
+			notBuried1, notBuried2, putCP, putNode,
 		},
 	}
 	if len(db.requests) != 3 {

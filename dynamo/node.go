@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-
 	"github.com/saver-dev/saver"
 )
 
@@ -19,60 +17,52 @@ const (
 	interruptIdx = -3 // saver.ChannelInterrupt
 )
 
-// nodeAttrs are the attributes ListNodes reads: keys, the parent link, the
-// node fields a put copies out of the metadata, the idx of writes and the
-// expiry. Never a payload, the metadata or the channel versions.
-var nodeAttrs = []string{attrKind, attrNS, attrID, attrParent, attrSource, attrStep, attrParents, attrIdx, attrExpiresAt}
+// nodeAttrs are the attributes a build of the tree index reads: keys, the
+// parent link, the node fields a put copies out of the metadata, the task
+// and idx of writes and the expiry. Never a payload, the metadata or the
+// channel versions.
+var nodeAttrs = []string{attrKind, attrNS, attrID, attrParent, attrSource, attrStep, attrParents, attrTaskID, attrIdx, attrExpiresAt}
 
-// ListNodes returns every checkpoint of the thread as a node, from one Query
-// over the thread's checkpoints and writes (one request per 1 MB page) that
-// projects nodeAttrs only. Writes sort right after their checkpoint, so one
-// pass flags each checkpoint from the writes that follow it; writes on a
-// checkpoint that was never put follow another id and are passed over.
-//
-// The projection keeps payloads off the wire and out of memory; DynamoDB
-// still counts each item whole against the 1 MB page and the read units.
+// ListNodes returns every checkpoint of the thread as a node, from its tree
+// index (treeindex.go): one Query over the index items, projected on their
+// entry and expiry, one request per 1 MB page (about 4,000 checkpoints).
+// A thread whose index is not whole yet (no marker) is read as before
+// the index, and its index made whole. A marker that would expire before
+// one of the thread's checkpoints is put again.
 func (s *Store) ListNodes(ctx context.Context, tenant, threadID string) ([]saver.Node, error) {
-	in := &dynamodb.QueryInput{
-		KeyConditionExpression: ptr("PK = :pk AND begins_with(SK, :c)"),
-		ExpressionAttributeValues: item{
-			":pk": attrS(partitionKey(tenant, threadID)),
-			":c":  attrS(threadCheckpointsPrefix()),
-		},
-	}
-	project(&in.ProjectionExpression, &in.ExpressionAttributeNames, nodeAttrs)
-	var (
-		nodes = []saver.Node{}
-		cur   = -1 // index in nodes of the checkpoint the next writes follow
-	)
-	err := s.table.Query(ctx, in, func(items []item) bool {
-		for _, it := range items {
-			if s.expired(getN(it, attrExpiresAt)) {
-				continue
-			}
-			ns, id := getS(it, attrNS), getS(it, attrID)
-			switch getS(it, attrKind) {
-			case itemCheckpoint:
-				nodes = append(nodes, decodeNode(threadID, it))
-				cur = len(nodes) - 1
-			case itemWrite:
-				if cur < 0 || nodes[cur].NS != ns || nodes[cur].ID != id {
-					continue
-				}
-				switch getN(it, attrIdx) {
-				case errorIdx:
-					nodes[cur].HasError = true
-				case interruptIdx:
-					nodes[cur].HasInterrupt = true
-				}
-			}
-		}
-		return true
-	})
+	nodes, err := s.listNodes(ctx, tenant, threadID)
 	if err != nil {
 		return nil, fmt.Errorf("dynamo: list nodes of thread %s: %w", threadID, err)
 	}
 	return nodes, nil
+}
+
+func (s *Store) listNodes(ctx context.Context, tenant, threadID string) ([]saver.Node, error) {
+	pk := partitionKey(tenant, threadID)
+	entries, exps, marker, err := s.readIndex(ctx, pk)
+	if err != nil {
+		return nil, err
+	}
+	if marker == nil {
+		return s.buildIndex(ctx, tenant, threadID, entries)
+	}
+	if m := *marker; m != 0 && outlives(exps, m) {
+		if err := s.putMarker(ctx, pk, s.markerExpiry(exps)); err != nil {
+			return nil, err
+		}
+	}
+	return nodesOf(threadID, entries), nil
+}
+
+// outlives reports whether an entry expiring at one of exps outlives the
+// marker's expiry m.
+func outlives(exps []int64, m int64) bool {
+	for _, e := range exps {
+		if e == 0 || e > m {
+			return true
+		}
+	}
+	return false
 }
 
 // decodeNode returns the node of a checkpoint item read with nodeAttrs.

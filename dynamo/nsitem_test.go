@@ -50,7 +50,7 @@ func TestNamespaceItemParts(t *testing.T) {
 		if call == 1 {
 			return nil
 		}
-		blob, cp := items[1].Put.Item, items[len(items)-1].Put.Item
+		blob, cp := items[1].Put.Item, items[len(items)-2].Put.Item // the index item last
 		_, patch := blob[attrPatch]
 		_, chains := cp[attrChains]
 		sents = append(sents, sent{patch, chains, knownOf(cp)})
@@ -76,12 +76,12 @@ func TestNamespaceItemParts(t *testing.T) {
 		{
 			"update x!!: " + vouchA + " AND ch:a.h = '" + ha + "' AND (ch:doc.v = '1' AND ch:doc.e = 0 AND ch:doc.h = '" + h1 + "') AND " + headCond +
 				": SET kind = 'lifetimes', head = {i=2 n=N}, ch:doc = {e=0 h=" + h2 + " v=2} REMOVE expires_at",
-			"put b!!doc!2!: attribute_not_exists(PK) OR expires_at <= 1000000", notBuried1, notBuried2, putCP,
+			"put b!!doc!2!: attribute_not_exists(PK) OR expires_at <= 1000000", notBuried1, notBuried2, putCP, putNode,
 		},
 		{
 			"update x!!: " + vouchA + " AND ch:a.h = '" + ha + "' AND " + headCond +
 				": SET kind = 'lifetimes', head = {i=2 n=N}, ch:doc = {e=0 h=" + h2 + " v=2} REMOVE expires_at",
-			"put b!!doc!2!: attribute_not_exists(PK) OR expires_at <= 1000000", notBuried1, notBuried2, putCP,
+			"put b!!doc!2!: attribute_not_exists(PK) OR expires_at <= 1000000", notBuried1, notBuried2, putCP, putNode,
 		},
 	}
 	for i, w := range want {

@@ -3,6 +3,7 @@ package dynamo
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/saver-dev/saver"
 	"github.com/saver-dev/saver/internal/awsx"
@@ -10,16 +11,17 @@ import (
 
 // PutCheckpoint writes the checkpoint's new blobs (insert-if-absent), the
 // update of its namespace's item, which guards the blobs it references (see
-// nsitem.go, lifetimes.go), and the checkpoint item (upsert) in one
-// TransactWriteItems when they fit (100 items, 4 MB), so a checkpoint is
-// never visible without its blobs. Larger puts send the blobs first and the
+// nsitem.go, lifetimes.go), and the checkpoint item (upsert) with its tree
+// index item (treeindex.go) in one TransactWriteItems when they fit (100
+// items, 4 MB), so a checkpoint is never visible without its blobs, nor
+// without its node in the tree. Larger puts send the blobs first and the
 // checkpoint in the last transaction. Offloaded payloads are stored
 // before any item that points at them. A put with ExpectHead reads the
 // head first and updates the namespace item in every case, conditioned on
 // its head token (see head.go). The request of the checkpoint item checks
 // that neither its parent nor its own id has a tombstone (tombstone.go), so
-// a put that brings and references no blob, which would be one PutItem, is
-// one TransactWriteItems of the checks and the checkpoint.
+// a put that brings and references no blob is one TransactWriteItems of the
+// checks, the checkpoint and its index item.
 func (s *Store) PutCheckpoint(ctx context.Context, in saver.PutCheckpoint) error {
 	p, err := s.planPut(ctx, &in)
 	if err == nil {
@@ -42,6 +44,7 @@ type putPlan struct {
 	refs    *lifetimesPart
 	ns      nsItem
 	cp      awsx.WriteOp
+	node    awsx.WriteOp // the checkpoint's tree index item (treeindex.go)
 	// checks are the tombstone checks (tombstone.go) of the put's parent
 	// and its own id; refused the error each gives when it fails.
 	checks  []awsx.WriteOp
@@ -71,6 +74,7 @@ const (
 	roleRef
 	roleBlob
 	roleCheckpoint
+	roleNode
 	roleCheck
 )
 
@@ -102,7 +106,10 @@ func (s *Store) planPut(ctx context.Context, in *saver.PutCheckpoint) (*putPlan,
 		return nil, err
 	}
 	cp[attrBrought] = broughtAttr(in)
-	p.cp = awsx.WriteOp{Item: cp}
+	p.cp = awsx.WriteOp{Item: cp, Glue: true}
+	if p.node, err = nodeOp(cp, exp); err != nil {
+		return nil, err
+	}
 	if in.ParentID != "" {
 		parent := in.CheckpointRef
 		parent.ID = in.ParentID
@@ -135,7 +142,8 @@ func (p *putPlan) next(ctx context.Context) ([]awsx.WriteOp, error) {
 }
 
 // ops returns the ops of the plan's next request, in order: the namespace
-// item and extensions first, then the new blobs, the checkpoint last.
+// item and extensions first, then the new blobs, the checkpoint and its
+// index item last.
 func (p *putPlan) ops(exts []awsx.WriteOp) []awsx.WriteOp {
 	p.roles = p.roles[:0]
 	var ops []awsx.WriteOp
@@ -154,43 +162,51 @@ func (p *putPlan) ops(exts []awsx.WriteOp) []awsx.WriteOp {
 		}
 	}
 	add(p.cp, opRole{kind: roleCheckpoint})
+	add(p.node, opRole{kind: roleNode})
 	// A namespace item that checks nothing only records entries: when that
-	// would take a request more (a put of 97 new blobs with a parent), the entries are
-	// left out, and the first put that references those blobs reads them.
-	// (Counted with the tombstone checks the request will have.)
+	// would take a request more (a put of 96 new blobs with a parent), the
+	// entries are left out, and the first put that references those blobs
+	// reads them. (Counted with the tombstone checks the request will have.)
 	withNS, _ := p.checked(ops, p.roles)
 	withoutNS, _ := p.checked(ops[1:], p.roles[1:])
 	if !checks && len(awsx.Chunks(withNS)) > len(awsx.Chunks(withoutNS)) {
 		ops, p.roles = ops[1:], p.roles[1:]
 	}
-	if len(ops) == 2 && !checks && len(p.blobs) == 0 && p.refs.len() == 0 {
+	if len(ops) == 3 && !checks && len(p.blobs) == 0 && p.refs.len() == 0 {
 		ops, p.roles = ops[1:], p.roles[1:] // nothing brought or referenced
 	}
 	ops, p.roles = p.checked(ops, p.roles)
 	return ops
 }
 
-// checked returns ops, whose roles are roles, with the tombstone checks,
-// and the roles of the ops it returns: the checks go just before the
-// checkpoint, the last op, so that they are in its request (awsx.Chunks),
-// and first as well when the put takes several requests, so that a put
-// refused sends no blob either (unless the tombstone comes between its
-// requests).
+// checked returns ops, whose roles are roles and whose last two are the
+// checkpoint and its index item, with the tombstone checks, and the roles
+// of the ops it returns: the checks go just before the checkpoint, so
+// that they are in its request (awsx.Chunks keeps checks and glued ops
+// with the op after them), and first as well when the put takes several
+// requests, so that a put refused sends no blob either (unless the
+// tombstone comes between its requests).
 func (p *putPlan) checked(ops []awsx.WriteOp, roles []opRole) ([]awsx.WriteOp, []opRole) {
-	n := len(ops) + len(p.checks)
-	outOps, outRoles := make([]awsx.WriteOp, 0, n+len(p.checks)), make([]opRole, 0, n+len(p.checks))
+	tail := len(ops) - 2 // the checkpoint's
+	n := len(ops) + 2*len(p.checks)
+	outOps, outRoles := make([]awsx.WriteOp, 0, n), make([]opRole, 0, n)
 	addChecks := func() {
 		for i, c := range p.checks {
 			outOps, outRoles = append(outOps, c), append(outRoles, opRole{roleCheck, i})
 		}
 	}
-	if len(awsx.Chunks(ops)) > 1 {
-		addChecks()
-	}
-	last := len(ops) - 1
-	outOps, outRoles = append(outOps, ops[:last]...), append(outRoles, roles[:last]...)
+	outOps, outRoles = append(outOps, ops[:tail]...), append(outRoles, roles[:tail]...)
 	addChecks()
-	return append(outOps, ops[last]), append(outRoles, roles[last])
+	outOps, outRoles = append(outOps, ops[tail:]...), append(outRoles, roles[tail:]...)
+	if len(awsx.Chunks(outOps)) == 1 {
+		return outOps, outRoles
+	}
+	front := slices.Clone(p.checks)
+	frontRoles := make([]opRole, len(p.checks))
+	for i := range p.checks {
+		frontRoles[i] = opRole{roleCheck, i}
+	}
+	return append(front, outOps...), append(frontRoles, outRoles...)
 }
 
 // revise learns from the items the last request failed on: the namespace

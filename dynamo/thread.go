@@ -51,13 +51,15 @@ func project(expr **string, names *map[string]string, attrs []string) {
 // keyAttrs are enough to delete an item in the right order.
 var keyAttrs = []string{attrPK, attrSK, attrKind}
 
-// deleteItems deletes items with BatchWriteItem, 25 per request, lifetimes
-// items first, then checkpoints, writes and blobs: a crash part-way leaves
-// writes or blobs no checkpoint shows, never a checkpoint whose values are
-// gone, nor a lifetimes entry vouching for a deleted blob (a put would
-// trust it, and a patch take the blob for its base).
+// deleteItems deletes items with BatchWriteItem, 25 per request, tree index
+// and lifetimes items first, then checkpoints, writes and blobs: a crash
+// part-way leaves writes or blobs no checkpoint shows, or checkpoints the
+// tree does not (deleting again deletes them), never a checkpoint whose
+// values are gone, a node in the tree that is not there, nor a lifetimes
+// entry vouching for a deleted blob (a put would trust it, and a patch
+// take the blob for its base).
 func (s *Store) deleteItems(ctx context.Context, items []item) error {
-	rank := map[string]int{itemLifetimes: 0, itemCheckpoint: 1, itemWrite: 2, itemBlob: 3}
+	rank := map[string]int{itemIndex: 0, itemLifetimes: 0, itemCheckpoint: 1, itemWrite: 2, itemBlob: 3}
 	items = slices.Clone(items)
 	slices.SortStableFunc(items, func(a, b item) int { return rank[getS(a, attrKind)] - rank[getS(b, attrKind)] })
 	defer func() { // after the deletes: a history read meanwhile does not keep them
@@ -178,7 +180,7 @@ func (s *Store) DeleteForRuns(ctx context.Context, tenant string, runIDs []strin
 			err = s.buryCheckpoints(ctx, pk, items, buried[pk])
 		}
 		if err == nil {
-			err = s.deleteItems(ctx, items)
+			err = s.deleteItems(ctx, withIndexKeys(items))
 		}
 	}
 	// The puts that raced the deletion, thread by thread.
@@ -203,7 +205,9 @@ func (s *Store) DeleteForRuns(ctx context.Context, tenant string, runIDs []strin
 // where its writes may go on: a reader of dst meanwhile sees blobs and
 // writes no checkpoint shows yet, then an earlier state of the thread,
 // never a checkpoint without its values, its writes or the ancestors its
-// DeltaChannels need. A copy cut off part-way is made whole by running it
+// DeltaChannels need. The tree index (treeindex.go) is copied with the
+// rest, its marker last, so a copy cut off part-way has its index made
+// whole by its first tree query. A copy cut off part-way is made whole by running it
 // again. Offloaded payloads are copied to dst's own objects first, so
 // deleting src never takes dst's data with it. Nothing is written unless
 // src has a live checkpoint.
@@ -247,6 +251,7 @@ type threadCopy struct {
 	// on in the next; pending are the puts left over from full requests.
 	held    *types.WriteRequest
 	pending []types.WriteRequest
+	marker  *types.WriteRequest // src's tree index marker, copied last
 }
 
 // page copies a page of src's items: the writes (and blobs and namespace
@@ -268,6 +273,10 @@ func (c *threadCopy) page(ctx context.Context, items []item, last bool) error {
 		if err != nil {
 			return err
 		}
+		if isMarker(it) {
+			c.marker = &put
+			continue
+		}
 		if getS(it, attrKind) == itemCheckpoint {
 			cps = append(cps, put)
 		} else {
@@ -284,6 +293,9 @@ func (c *threadCopy) page(ctx context.Context, items []item, last bool) error {
 		cps = cps[:len(cps)-1]
 	}
 	c.pending = append(c.pending, cps...)
+	if last && c.marker != nil {
+		c.pending = append(c.pending, *c.marker)
+	}
 	for len(c.pending) > 0 {
 		n := fullRequest(c.pending)
 		if n == 0 && !last {
@@ -359,7 +371,10 @@ func (c *threadCopy) mustFind(ctx context.Context, items []item, last bool) erro
 // their originals.
 func (s *Store) copyItem(ctx context.Context, it item, tenant, dst string, pk types.AttributeValue) (types.WriteRequest, error) {
 	c := maps.Clone(it)
-	c[attrPK], c[attrThread] = pk, attrS(dst)
+	c[attrPK] = pk
+	if getS(it, attrKind) != itemIndex { // index items hold no thread id
+		c[attrThread] = attrS(dst)
+	}
 	exp := getN(c, attrExpiresAt)
 	for _, name := range []string{attrBody, attrValue} {
 		m, ok := c[name].(*types.AttributeValueMemberM)
@@ -411,6 +426,7 @@ func (s *Store) keepLatest(ctx context.Context, tenant, threadID string) error {
 	if err != nil {
 		return err
 	}
+	keepIndex(keep)
 	var (
 		drop     []item
 		kept     = map[string]bool{}

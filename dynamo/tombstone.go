@@ -77,13 +77,14 @@ const maxStragglerPasses = 64
 // partition pk: it reads the thread, and deletes and tombstones every
 // checkpoint that descends from one the deletion buried (buried: sort
 // keys), with its writes, and the writes of every checkpoint it buried,
-// pass after pass until a pass finds no such checkpoint. Each passed its
-// put's check before its parent's tombstone was written, so the read, made
-// after, sees it; a put after finds the tombstone and is refused, so the
-// passes end. DeleteForRuns passes the runs it deletes and the checkpoints
-// the thread had when it began (present: sort keys): it keeps another
-// run's checkpoint whose parent it deletes, so only a checkpoint of one of
-// runs, or one that came during the deletion, is a straggler.
+// all with their tree index items (treeindex.go), pass after pass until a
+// pass finds no such checkpoint. Each passed its put's check before its
+// parent's tombstone was written, so the read, made after, sees it; a put
+// after finds the tombstone and is refused, so the passes end.
+// DeleteForRuns passes the runs it deletes and the checkpoints the thread
+// had when it began (present: sort keys): it keeps another run's
+// checkpoint whose parent it deletes, so only a checkpoint of one of runs,
+// or one that came during the deletion, is a straggler.
 func (s *Store) buryStragglers(ctx context.Context, pk string, buried, runs, present map[string]bool) error {
 	if len(buried) == 0 {
 		return nil // no checkpoint deleted: nothing can descend from one
@@ -129,7 +130,7 @@ func (s *Store) buryStragglers(ctx context.Context, pk string, buried, runs, pre
 				}
 			}
 		}
-		if err := s.deleteItems(ctx, gone); err != nil || len(doomed) == 0 {
+		if err := s.deleteItems(ctx, withIndexKeys(gone)); err != nil || len(doomed) == 0 {
 			return err
 		}
 	}

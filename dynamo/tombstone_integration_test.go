@@ -15,7 +15,7 @@ import (
 
 // TestMeasureWriteCosts logs the requests and write units of the puts and
 // put_writes a graph makes, which the tombstone checks (tombstone.go) make
-// transactions: a checkpoint of 2 KB without blobs, with and without a
+// transactions, with the tree index items (treeindex.go): a checkpoint of 2 KB without blobs, with and without a
 // parent, the same bringing a blob of 1 KB, and put_writes of one write,
 // and of one with a write to a special channel.
 func TestMeasureWriteCosts(t *testing.T) {

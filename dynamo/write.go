@@ -12,10 +12,12 @@ import (
 // PutWrites stores a task's writes in one request: its ordinary writes in
 // one bundle item (see bundle.go), inserted if absent or expired, with its
 // writes to special channels (negative idx), which replace, as items of
-// their own beside it, in one TransactWriteItems, so that the writes of a
-// put are stored all together or not at all. The first write of each idx is kept,
-// as a replayed task must keep its first writes: a task's first bundle
-// against a checkpoint takes sequence number 0, and a put that finds it
+// their own beside it, with the tree index items of the errors and
+// interrupts among them (treeindex.go), in one TransactWriteItems, so that
+// the writes of a put are stored all together or not at all. The first
+// write of each idx is kept, as a replayed task must keep its first
+// writes: a task's first bundle against a checkpoint takes sequence
+// number 0, and a put that finds it
 // taken (a replay) puts the writes it lacks as the next, and so on; a
 // replay of the same writes costs the one request that failed. No
 // checkpoint has to exist: the items simply sort after where it will be.
@@ -39,6 +41,11 @@ func (s *Store) PutWrites(ctx context.Context, in saver.PutWrites) error {
 			return fmt.Errorf("dynamo: put writes on %s: write %s/%d: %w", in.ID, w.TaskID, w.Idx, err)
 		}
 	}
+	flags, err := flagOps(ops, in.ExpiresAt) // treeindex.go
+	if err != nil {
+		return fmt.Errorf("dynamo: put writes on %s: %w", in.ID, err)
+	}
+	ops = append(ops, flags...)
 	for seq := 0; ; seq++ {
 		if seq == maxBundles {
 			return fmt.Errorf("dynamo: put writes on %s: %w", in.ID,
@@ -68,7 +75,8 @@ func (s *Store) PutWrites(ctx context.Context, in saver.PutWrites) error {
 // putWrites sends one request: the special writes' ops and a bundle of the
 // ordinary writes. A bundle whose key is taken fails it with *bundleTaken.
 func (s *Store) putWrites(ctx context.Context, in saver.PutWrites, ordinary []saver.Write, seq int, specials []awsx.WriteOp) error {
-	// The tombstone check first (tombstone.go), then the writes.
+	// The tombstone check first (tombstone.go), then the special writes
+	// and their index items, the bundle last.
 	ops := append([]awsx.WriteOp{notBuried(in.CheckpointRef, s.Now())}, specials...)
 	if len(ordinary) > 0 {
 		op, err := s.bundle(ctx, in.CheckpointRef, ordinary, seq, in.ExpiresAt)
@@ -81,8 +89,8 @@ func (s *Store) putWrites(ctx context.Context, in saver.PutWrites, ordinary []sa
 		return nil
 	}
 	if len(awsx.Chunks(ops)) > 1 {
-		return saver.Errorf(saver.ETOOLARGE, "A put_writes keeps its writes to special channels (negative idx) in one transaction beside one item of its other writes and a check: at most %d items and %d MB; this one has %d special writes.",
-			awsx.MaxTransactItems, awsx.MaxTransactBytes>>20, len(specials))
+		return saver.Errorf(saver.ETOOLARGE, "A put_writes keeps its writes to special channels (negative idx) in one transaction beside one item of its other writes, a check and an index item for each error or interrupt: at most %d items and %d MB; this one has %d items.",
+			awsx.MaxTransactItems, awsx.MaxTransactBytes>>20, len(ops))
 	}
 	err := s.table.Transact(ctx, ops)
 	var cf *awsx.CondFailed

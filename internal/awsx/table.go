@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -65,17 +64,22 @@ func NewTable(db DB, name string) *Table { return &Table{DB: db, Name: name, Pau
 // Set, an update of the item at Item (which then holds only the key) by
 // that expression; with Delete, the deletion of the item at Item (its key);
 // with Check, no write at all: a ConditionCheck of Cond on the item at Item
-// (its key), which goes in the request of the op after it (see Chunks).
+// (its key), which goes only in a transaction, in the request of the op
+// after it (see Chunks).
 //
 // Cond, when set, must hold on the stored item for the action to apply.
 // When it does not, the request the op went in fails as a whole and
 // Transact reports the op with the item as stored (see CondFailed).
+//
+// Glue keeps the op in one request with the op after it (an item and its
+// index entry, which must be written together), as a check is.
 type WriteOp struct {
 	Item   Item
 	Set    *Expr
 	Delete bool
 	Check  bool
 	Cond   *Expr
+	Glue   bool
 }
 
 // CondFailed reports the ops whose condition did not hold, by index in the
@@ -135,7 +139,7 @@ func (t *Table) transactChunk(ctx context.Context, ops []WriteOp) error {
 // writeOne sends one op as a PutItem, UpdateItem or DeleteItem.
 func (t *Table) writeOne(ctx context.Context, op WriteOp) error {
 	if op.Check {
-		return fmt.Errorf("dynamo: a condition check without a write")
+		return fmt.Errorf("dynamo: a condition check without a write; it goes with other ops")
 	}
 	var (
 		cond   *string
@@ -182,9 +186,11 @@ func (t *Table) writeOne(ctx context.Context, op WriteOp) error {
 // transactItem returns op as an action of a transaction.
 func (t *Table) transactItem(op WriteOp) types.TransactWriteItem {
 	if op.Check {
-		c := &types.ConditionCheck{TableName: &t.Name, Key: op.Item, ConditionExpression: &op.Cond.Text,
-			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}
-		c.ExpressionAttributeNames, c.ExpressionAttributeValues = Merge(op.Cond)
+		c := &types.ConditionCheck{TableName: &t.Name, Key: op.Item, ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}
+		if op.Cond != nil {
+			c.ConditionExpression = &op.Cond.Text
+			c.ExpressionAttributeNames, c.ExpressionAttributeValues = Merge(op.Cond)
+		}
 		return types.TransactWriteItem{ConditionCheck: c}
 	}
 	if op.Delete {
@@ -243,34 +249,29 @@ func failedConditions(tc *types.TransactionCanceledException) *CondFailed {
 }
 
 // Chunks splits ops, in order, into the requests Transact sends: chunks of
-// at most MaxTransactItems items and MaxTransactBytes estimated bytes. An
-// item over the byte limit alone gets its own chunk (DynamoDB will refuse
-// it with a clear error).
+// at most MaxTransactItems items and MaxTransactBytes estimated bytes, a run
+// of glued ops and checks (WriteOp.Glue, WriteOp.Check) never split from
+// the op after it, even when that op starts a new chunk. An item over the
+// byte limit alone gets its own chunk (DynamoDB will refuse it with a
+// clear error).
 func Chunks(ops []WriteOp) [][]WriteOp {
 	var (
 		chunks [][]WriteOp
 		cur    []WriteOp
 		size   int
 	)
-	for _, op := range ops {
-		n := ItemSize(op.Item)
-		if len(cur) > 0 && (len(cur) == MaxTransactItems || size+n > MaxTransactBytes) {
-			checks := 0
-			for checks < len(cur) && cur[len(cur)-1-checks].Check {
-				checks++
-			}
-			if checks == len(cur) {
-				checks = 0 // nothing to keep them from
-			}
-			carried := slices.Clone(cur[len(cur)-checks:])
-			chunks = append(chunks, cur[:len(cur)-checks])
-			cur, size = carried, 0
-			for _, c := range carried {
-				size += ItemSize(c.Item)
-			}
+	for i := 0; i < len(ops); {
+		j, n := i+1, ItemSize(ops[i].Item)
+		for ; j < len(ops) && (ops[j-1].Glue || ops[j-1].Check); j++ {
+			n += ItemSize(ops[j].Item)
 		}
-		cur = append(cur, op)
+		if len(cur) > 0 && (len(cur)+j-i > MaxTransactItems || size+n > MaxTransactBytes) {
+			chunks = append(chunks, cur)
+			cur, size = nil, 0
+		}
+		cur = append(cur, ops[i:j]...)
 		size += n
+		i = j
 	}
 	if len(cur) > 0 {
 		chunks = append(chunks, cur)

@@ -120,20 +120,29 @@ func TestTransactChunks(t *testing.T) {
 		size      int
 		transacts []int // items per TransactWriteItems call
 		singles   int   // PutItem + UpdateItem calls
+		glued     int   // the last glued ops, from the end
 	}{
-		{"One", 1, 10, nil, 1},
-		{"Two", 2, 10, []int{2}, 0},
-		{"Hundred", 100, 10, []int{100}, 0},
-		{"HundredAndOne", 101, 10, []int{100}, 1},
-		{"TwoHundredFifty", 250, 10, []int{100, 100, 50}, 0},
-		{"SizeCap", 12, 390 << 10, []int{10, 2}, 0}, // 10 * 390 KiB fills 4 MiB
-		{"SizeCapSingle", 11, 390 << 10, []int{10}, 1},
+		{"One", 1, 10, nil, 1, 0},
+		{"Two", 2, 10, []int{2}, 0, 0},
+		{"Hundred", 100, 10, []int{100}, 0, 0},
+		{"HundredAndOne", 101, 10, []int{100}, 1, 0},
+		{"TwoHundredFifty", 250, 10, []int{100, 100, 50}, 0, 0},
+		{"SizeCap", 12, 390 << 10, []int{10, 2}, 0, 0}, // 10 * 390 KiB fills 4 MiB
+		{"SizeCapSingle", 11, 390 << 10, []int{10}, 1, 0},
+		// The last two glued: never one in each request.
+		{"GluedAtTheEdge", 101, 10, []int{99, 2}, 0, 2},
+		{"GluedInside", 100, 10, []int{100}, 0, 2},
+		{"GluedSizeCap", 11, 390 << 10, []int{9, 2}, 0, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			db := &fakeDB{}
 			s := NewTable(db, "t")
-			if err := s.Transact(t.Context(), ops(testItems(tt.items, tt.size))); err != nil {
+			o := ops(testItems(tt.items, tt.size))
+			for i := len(o) - tt.glued; i < len(o)-1; i++ {
+				o[i].Glue = true
+			}
+			if err := s.Transact(t.Context(), o); err != nil {
 				t.Fatal(err)
 			}
 			var got []int
@@ -290,6 +299,34 @@ func TestChunksKeepChecksWithTheirOp(t *testing.T) {
 		n := len(last)
 		if n < 3 || !last[n-3].Check || !last[n-2].Check || last[n-1].Check {
 			t.Fatalf("%d ops before: last chunk of %d ends %v, want the two checks and the op", before, n, last[max(0, n-3):])
+		}
+		total := 0
+		for _, c := range chunks {
+			if len(c) > MaxTransactItems {
+				t.Fatalf("%d ops before: a chunk of %d", before, len(c))
+			}
+			total += len(c)
+		}
+		if total != len(all) {
+			t.Fatalf("%d ops before: chunks hold %d ops, want %d", before, total, len(all))
+		}
+	}
+}
+
+// TestChunksKeepChecksWithGluedOps: checks before a glued pair (a
+// checkpoint and its index item) go in the request of the pair, which is
+// never split, wherever the request limit falls.
+func TestChunksKeepChecksWithGluedOps(t *testing.T) {
+	check := WriteOp{Item: Item{"PK": &types.AttributeValueMemberS{Value: "gone"}}, Check: true, Cond: NewExpr("c")}
+	for _, before := range []int{0, 1, 96, 97, 98, 99, 150} {
+		pair := ops(testItems(2, 10))
+		pair[0].Glue = true
+		all := append(ops(testItems(before, 10)), check, check, pair[0], pair[1])
+		chunks := Chunks(all)
+		last := chunks[len(chunks)-1]
+		n := len(last)
+		if n < 4 || !last[n-4].Check || !last[n-3].Check || !last[n-2].Glue || last[n-1].Check || last[n-1].Glue {
+			t.Fatalf("%d ops before: last chunk of %d ends %v, want the two checks and the glued pair", before, n, last[max(0, n-4):])
 		}
 		total := 0
 		for _, c := range chunks {
