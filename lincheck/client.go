@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -19,10 +20,13 @@ import (
 type client struct {
 	http    *http.Client
 	timeout time.Duration
+	// failed counts the requests of unknown outcome, reads included: how
+	// a fault is felt (Load.WaitFelt). Shared by the load's clients.
+	failed *atomic.Int64
 }
 
-func newClient(timeout time.Duration) *client {
-	return &client{http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2}}, timeout: timeout}
+func newClient(timeout time.Duration, failed *atomic.Int64) *client {
+	return &client{http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2}}, timeout: timeout, failed: failed}
 }
 
 // errNotSent is a request that never reached the service: the connection
@@ -66,15 +70,18 @@ func (c *client) do(ctx context.Context, base, method, path string, body any) (r
 		if refused(err) {
 			return reply{}, errNotSent
 		}
+		c.failed.Add(1)
 		return reply{Err: err}, nil
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
+		c.failed.Add(1)
 		return reply{Err: err}, nil
 	}
 	if resp.StatusCode >= 500 {
 		// The store failed or timed out: the write may have landed.
+		c.failed.Add(1)
 		return reply{Err: fmt.Errorf("%d: %s", resp.StatusCode, b)}, nil
 	}
 	return reply{Status: resp.StatusCode, Body: b}, nil

@@ -56,8 +56,11 @@ func newCluster(t *testing.T) *cluster {
 		"SAVER_TABLE=" + st.Store.Table(),
 		"SAVER_BUCKET=" + st.Offload.Bucket(),
 		fmt.Sprintf("SAVER_OFFLOAD_BYTES=%d", offloadBytes),
-		// A stopped or frozen backend is answered 503 within this.
-		"SAVER_REQUEST_TIMEOUT=3s",
+		// A stopped or frozen backend is answered 503 within this: a
+		// frozen fault lasts until 2 x SAVER_LIN_CLIENTS requests have
+		// failed, each after this long, and the emulator answers in
+		// milliseconds.
+		"SAVER_REQUEST_TIMEOUT=1s",
 		"AWS_ENDPOINT_URL_DYNAMODB=http://" + c.dynamo.Addr(),
 		"AWS_ENDPOINT_URL_S3=http://" + c.s3.Addr(),
 	}
@@ -133,8 +136,9 @@ func TestDynamoReplicaKills(t *testing.T) {
 // replicas while, in turn, DynamoDB is stopped (connections reset),
 // DynamoDB is frozen (connections held, then delivered late), S3 is cut
 // off and S3 is frozen; each fault lasts until the clients have felt it
-// (2 x SAVER_LIN_CLIENTS operations of unknown outcome, or SAVER_LIN_OPS/4
-// operations in all). Values over the offload size go to S3.
+// (2 x SAVER_LIN_CLIENTS requests of unknown outcome, reads included, or
+// SAVER_LIN_OPS/4 operations in all). Values over the offload size go to
+// S3.
 func TestDynamoBackendFaults(t *testing.T) {
 	c := newCluster(t)
 	sz := runSizes(t)
@@ -148,26 +152,28 @@ func TestDynamoBackendFaults(t *testing.T) {
 		{"s3 cut off", c.s3, Down},
 		{"s3 frozen", c.s3, Frozen},
 	}
-	felt := map[string]int{}
+	felt := map[string]int{}    // requests of unknown outcome
+	unknown := map[string]int{} // operations of unknown outcome in the history
 	held := map[string]time.Duration{}
 	var faults []func(context.Context, *Load) error
 	for i := range max(sz.Faults, len(kinds)) {
 		k := kinds[i%len(kinds)]
 		faults = append(faults, func(ctx context.Context, l *Load) error {
-			before, start := l.History.Unknown(), time.Now()
+			failed, before, start := l.Failed(), l.History.Unknown(), time.Now()
 			k.proxy.Set(k.mode)
 			err := l.WaitFelt(ctx, 2*sz.Clients, sz.Ops/4)
 			k.proxy.Set(Pass)
-			felt[k.name] += l.History.Unknown() - before
+			felt[k.name] += l.Failed() - failed
+			unknown[k.name] += l.History.Unknown() - before
 			held[k.name] += time.Since(start)
 			return err
 		})
 	}
 	runFaults(t, c, "dynamo-backend-faults", faults)
 	for _, k := range kinds {
-		t.Logf("LINCHECK %s: %d operations of unknown outcome, held %s", k.name, felt[k.name], held[k.name].Round(time.Millisecond))
+		t.Logf("LINCHECK %s: %d requests failed, %d operations of unknown outcome, held %s", k.name, felt[k.name], unknown[k.name], held[k.name].Round(time.Millisecond))
 		if felt[k.name] == 0 {
-			t.Errorf("%s: no operation met the fault", k.name)
+			t.Errorf("%s: no request met the fault", k.name)
 		}
 	}
 }

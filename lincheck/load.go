@@ -37,11 +37,12 @@ type Load struct {
 	// write carries (over the offload size, it goes to S3 on DynamoDB).
 	Pad int
 
-	epoch  atomic.Int64
-	ids    atomic.Int64 // checkpoint ids and item values, unique in the run
-	mu     sync.Mutex
-	err    error
-	failed chan struct{} // closed with the first protocol error
+	epoch    atomic.Int64
+	ids      atomic.Int64 // checkpoint ids and item values, unique in the run
+	requests atomic.Int64 // requests of unknown outcome, reads included
+	mu       sync.Mutex
+	err      error
+	failed   chan struct{} // closed with the first protocol error
 }
 
 // failedCh returns the channel closed at the first protocol error.
@@ -89,7 +90,7 @@ func (l *Load) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c := newClient(l.Timeout)
+			c := newClient(l.Timeout, &l.requests)
 			rng := rand.New(rand.NewPCG(uint64(i), uint64(time.Now().UnixNano())))
 			for ctx.Err() == nil {
 				if err := l.step(reqCtx, i, c, rng); err != nil {
@@ -117,10 +118,10 @@ func (l *Load) Run(ctx context.Context) error {
 // WaitOps returns once the history holds n operations, or with the first
 // protocol error, or ctx's error.
 func (l *Load) WaitOps(ctx context.Context, n int) error {
-	failed := l.failedCh()
+	done := l.failedCh()
 	for l.History.Len() < n {
 		select {
-		case <-failed:
+		case <-done:
 			return l.Err()
 		case <-ctx.Done():
 			return ctx.Err()
@@ -130,15 +131,22 @@ func (l *Load) WaitOps(ctx context.Context, n int) error {
 	return nil
 }
 
-// WaitFelt returns once a fault in place has been felt: unknown more
-// operations of unknown outcome recorded, or ops more operations in all
-// (a fault that only some operations meet, as S3's only the padded ones).
-func (l *Load) WaitFelt(ctx context.Context, unknown, ops int) error {
-	failed := l.failedCh()
-	u, n := l.History.Unknown()+unknown, l.History.Len()+ops
-	for l.History.Unknown() < u && l.History.Len() < n {
+// Failed is the number of requests of unknown outcome so far, reads
+// included (a read that failed is left out of the history: it changed
+// nothing).
+func (l *Load) Failed() int { return int(l.requests.Load()) }
+
+// WaitFelt returns once a fault in place has been felt: failed more
+// requests of unknown outcome, reads included, or ops more operations
+// recorded in all (a fault that only some operations meet, as S3's only
+// the padded ones). Reads count because a fault that fails every request
+// fails a head step at its read, which the history never sees.
+func (l *Load) WaitFelt(ctx context.Context, failed, ops int) error {
+	done := l.failedCh()
+	f, n := l.Failed()+failed, l.History.Len()+ops
+	for l.Failed() < f && l.History.Len() < n {
 		select {
-		case <-failed:
+		case <-done:
 			return l.Err()
 		case <-ctx.Done():
 			return ctx.Err()
@@ -275,7 +283,7 @@ func (l *Load) itemStep(ctx context.Context, id int, c *client, rng *rand.Rand, 
 // ledger key, each item. Recorded like any read, they check that what was
 // acknowledged before the last fault is still there.
 func (l *Load) ReadAll(ctx context.Context) error {
-	c := newClient(l.Timeout)
+	c := newClient(l.Timeout, &l.requests)
 	id := l.Clients
 	for e := int64(0); e <= l.epoch.Load(); e++ {
 		for i := range threadsPerEpoch {
