@@ -26,8 +26,13 @@ $(VENV)/.installed: python/pyproject.toml python/constraints.txt
 .PHONY: venv
 venv: $(VENV)/.installed
 
+# The Go unit tests run while everything the other suites need is installed
+# (venvs, npm packages, Chromium, the local AWS stack's servers), which is
+# mostly waiting on downloads; each one's output is printed whole when it ends.
 .PHONY: test
-test: test-go test-py test-js test-agent-server test-aws
+test:
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-go test-deps
+	$(MAKE) --no-print-directory test-py test-js test-agent-server test-aws
 
 .PHONY: test-go
 test-go:
@@ -89,6 +94,12 @@ test-agent-server: build venv $(AGENT_CLI_VENV)/.installed $(AGENT_DEV_VENV)/.in
 	SAVER_BIN=$(abspath $(BIN)) LANGGRAPH_CLI=$(abspath $(AGENT_CLI_VENV))/bin/langgraph \
 		LANGGRAPH_DEV=$(abspath $(AGENT_DEV_VENV))/bin/langgraph \
 		$(PY) -m pytest -q -p no:cacheprovider -o asyncio_default_fixture_loop_scope=function examples/agent_server
+
+# What the suites after test-go need (the variables above are set by now:
+# make reads a rule's prerequisites where it stands).
+.PHONY: test-deps
+test-deps: build venv ui-deps js-deps $(AGENT_CLI_VENV)/.installed $(AGENT_DEV_VENV)/.installed
+	localstack/up.sh --install
 
 .PHONY: lint
 lint:

@@ -23,6 +23,56 @@ log() { echo "localstack/up.sh: $*" >&2; }
 
 alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
+install_dynoxide() {
+	if [ ! -x "$DYNOXIDE" ] || [ "$("$DYNOXIDE" --version 2>/dev/null)" != "dynoxide $DYNOXIDE_VERSION" ]; then
+		log "installing dynoxide $DYNOXIDE_VERSION"
+		npm install --prefix "$DIR/npm" --no-audit --no-fund --no-save --loglevel=error "@dynoxide/linux-x64@$DYNOXIDE_VERSION" >&2
+	fi
+}
+
+# LocalStack 4.14.0 needs Python 3.12 or newer (its code uses PEP 695 generics,
+# though its metadata says 3.10).
+localstack_python() {
+	local p roots=()
+	# pyenv keeps versions it has not selected out of PATH (its shims refuse).
+	if command -v pyenv >/dev/null; then
+		roots=("$(pyenv root)"/versions/3.1[3-9]*/bin/python3 "$(pyenv root)"/versions/3.12*/bin/python3)
+	fi
+	for p in python3.13 python3.12 python3 "${roots[@]}"; do
+		if command -v "$p" >/dev/null && "$p" -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then
+			echo "$p"
+			return 0
+		fi
+	done
+	return 1
+}
+
+install_localstack() {
+	local venv=$DIR/venv-s3 req=localstack/requirements-s3.txt py
+	if [ -f "$venv/.installed" ] && cmp -s "$req" "$venv/.installed"; then
+		return 0
+	fi
+	py=$(localstack_python) || {
+		log "no Python 3.12+ for LocalStack"
+		return 1
+	}
+	log "installing LocalStack's S3 into $venv (once; about a minute)"
+	rm -rf "$venv"
+	"$py" -m venv "$venv" &&
+		"$venv/bin/pip" install -q --disable-pip-version-check -r "$req" >&2 &&
+		cp "$req" "$venv/.installed"
+}
+
+# --install: only install what the stack runs (make test does it while the
+# unit tests run, so that starting the stack later costs no download).
+# LocalStack needing a Python it cannot find is not an error here: up.sh
+# falls back to moto then.
+if [ "${1:-}" = --install ]; then
+	install_dynoxide
+	install_localstack || log "LocalStack's S3 not installed; up.sh will use moto"
+	exit 0
+fi
+
 # A stack already up is kept if it listens on loopback only (one started
 # before up.sh checked may not).
 if [ -f "$ENV_FILE" ] && alive "$DIR/dynamodb.pid" && alive "$DIR/s3.pid"; then
@@ -86,49 +136,13 @@ stop() {
 }
 
 # --- DynamoDB: dynoxide --------------------------------------------------------
-if [ ! -x "$DYNOXIDE" ] || [ "$("$DYNOXIDE" --version 2>/dev/null)" != "dynoxide $DYNOXIDE_VERSION" ]; then
-	log "installing dynoxide $DYNOXIDE_VERSION"
-	npm install --prefix "$DIR/npm" --no-audit --no-fund --no-save --loglevel=error "@dynoxide/linux-x64@$DYNOXIDE_VERSION" >&2
-fi
+install_dynoxide
 DYNAMODB_PORT=$(free_port)
 start dynoxide "$DIR/dynamodb.pid" "$DIR/dynamodb.log" "$DYNOXIDE" serve --host 127.0.0.1 --port "$DYNAMODB_PORT"
 wait_for dynoxide "$DIR/dynamodb.pid" "http://127.0.0.1:$DYNAMODB_PORT/"
 loopback dynoxide "$DIR/dynamodb.pid" "$DYNAMODB_PORT"
 
 # --- S3: LocalStack, else moto -----------------------------------------------
-# LocalStack 4.14.0 needs Python 3.12 or newer (its code uses PEP 695 generics,
-# though its metadata says 3.10).
-localstack_python() {
-	local p roots=()
-	# pyenv keeps versions it has not selected out of PATH (its shims refuse).
-	if command -v pyenv >/dev/null; then
-		roots=("$(pyenv root)"/versions/3.1[3-9]*/bin/python3 "$(pyenv root)"/versions/3.12*/bin/python3)
-	fi
-	for p in python3.13 python3.12 python3 "${roots[@]}"; do
-		if command -v "$p" >/dev/null && "$p" -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then
-			echo "$p"
-			return 0
-		fi
-	done
-	return 1
-}
-
-install_localstack() {
-	local venv=$DIR/venv-s3 req=localstack/requirements-s3.txt py
-	if [ -f "$venv/.installed" ] && cmp -s "$req" "$venv/.installed"; then
-		return 0
-	fi
-	py=$(localstack_python) || {
-		log "no Python 3.12+ for LocalStack"
-		return 1
-	}
-	log "installing LocalStack's S3 into $venv (once; about a minute)"
-	rm -rf "$venv"
-	"$py" -m venv "$venv" &&
-		"$venv/bin/pip" install -q --disable-pip-version-check -r "$req" >&2 &&
-		cp "$req" "$venv/.installed"
-}
-
 start_localstack() {
 	local root=$DIR/localstack-root
 	rm -rf "$root"
