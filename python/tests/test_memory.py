@@ -77,6 +77,8 @@ def test_every_live_path_step_is_in_the_context(saver: HTTPSaver, scenario: Call
     # such repeats: its context, which names the nodes, can be the larger.)
     if t.flat.messages:
         assert words(t.context.text) < words(t.flat.text)
+        # Not by spelling: the same history spelled as compactly is larger.
+        assert words(t.context.text) < words(t.flat.respelled)
         assert words(mem.live_text(t.live)) < words(t.flat.text)
 
 
