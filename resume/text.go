@@ -7,11 +7,11 @@ import (
 	"github.com/saver-dev/saver/tree"
 )
 
-// Text renders c for a prompt, one line per live-path step: the step, its
-// source and status only where they say something (not "loop" and "ok" on
-// every line), then what ran from it (what failed, what paused, what it
-// wrote: messages as role and text and their tool calls, other values as
-// compact JSON), then one line per branch abandoned there:
+// Text renders c for a prompt, one line per live-path step: its heading
+// (tree.Heading: source and status only where they say something), then
+// what ran from it (what failed, what paused, what it wrote: messages as
+// role and text and their tool calls, other values as compact JSON), then
+// one line per branch abandoned there:
 //
 //	step -1 · input: __start__ wrote messages: human: What is 2+2?
 //	step 0 · error, retried: agent failed: ValueError('rate limited'); then wrote messages: ai: 4
@@ -30,17 +30,7 @@ func (c *Context) Text() string {
 	}
 	shown := make(map[string]bool) // messages already in the text, by shownKey
 	for _, s := range c.Steps {
-		sb.WriteString("step " + strconv.FormatInt(s.Step, 10))
-		switch s.Source {
-		case "loop":
-		case "":
-			sb.WriteString(" · -") // LangGraph's exit-mode stub checkpoint has none.
-		default:
-			sb.WriteString(" · " + s.Source)
-		}
-		if s.Status != tree.StatusOK {
-			sb.WriteString(" · " + phrase(string(s.Status)))
-		}
+		sb.WriteString(tree.Heading(s.Step, s.Source, s.Status))
 		for i, t := range s.Tasks {
 			if i == 0 {
 				sb.WriteString(": ")
@@ -121,18 +111,6 @@ func shownKey(m Message) string {
 		return ""
 	}
 	return m.ID + "\x00" + m.Role + "\x00" + m.Text + "\x00" + strings.Join(m.ToolCalls, "\x00")
-}
-
-// phrase is how a status reads: a failed attempt reads as the error it was,
-// then what happened next.
-func phrase(s string) string {
-	switch s {
-	case "retried":
-		return "error, retried"
-	case "resumed":
-		return "interrupted, resumed"
-	}
-	return s
 }
 
 // oneLine keeps a message on its line.
