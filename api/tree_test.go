@@ -131,11 +131,10 @@ func TestTreeContextValues(t *testing.T) {
 	if err := json.Unmarshal(rec.Body.Bytes(), &body); rec.Code != 200 || err != nil {
 		t.Fatalf("Code=%d body %s", rec.Code, rec.Body)
 	}
-	want := "step -1 · input · ok\n" +
-		"  abandoned: 1 checkpoint from 1, error: boom\n" +
-		"step 0 · fork · ok\n" +
-		"  agent wrote messages: ai: hello\n" +
-		"step 1 · loop · ok\n"
+	want := "step -1 · input\n" +
+		"  abandoned: 1 checkpoint, error: boom\n" +
+		"step 0 · fork: agent wrote messages: ai: hello\n" +
+		"step 1\n"
 	if diff := cmp.Diff(want, body.Text); diff != "" {
 		t.Errorf("text (-want +got):\n%s", diff)
 	}

@@ -17,7 +17,7 @@ func (s Status) phrase() string {
 	return string(s)
 }
 
-// summary is the part of a node's line that prompts and drawings share.
+// summary is the part of a node's line in a drawing that says what it is.
 func (n *Node) summary() string {
 	source := n.Source
 	if source == "" {
@@ -26,12 +26,34 @@ func (n *Node) summary() string {
 	return "step " + strconv.FormatInt(n.Step, 10) + " · " + source + " · " + n.Status().phrase()
 }
 
-// ResumeContext returns the live path as text for a prompt, one line per
-// checkpoint from the root to the head:
+// Heading is how a step opens its line in a prompt: its number, then its
+// source and status only where they say something, since nearly every step
+// is a "loop" that went "ok":
 //
-//	step 2 · loop · ok · 1 abandoned branch
-//	step 3 · loop · error, retried
-//	step 4 · loop · interrupted
+//	step 3
+//	step 1 · fork
+//	step 4 · error, retried
+func Heading(step int64, source string, s Status) string {
+	h := "step " + strconv.FormatInt(step, 10)
+	switch source {
+	case "loop":
+	case "":
+		h += " · -" // LangGraph's exit-mode stub checkpoint has none.
+	default:
+		h += " · " + source
+	}
+	if s != StatusOK {
+		h += " · " + s.phrase()
+	}
+	return h
+}
+
+// ResumeContext returns the live path as text for a prompt, one line per
+// checkpoint from the root to the head, each opened by its Heading:
+//
+//	step 2 · 1 abandoned branch
+//	step 3 · error, retried
+//	step 4 · interrupted
 //
 // Abandoned branches are counted at their fork point (see Abandoned).
 // With limit > 0 only the last limit lines are kept, after a line saying how
@@ -48,7 +70,7 @@ func (t *Tree) ResumeContext(limit int) string {
 		path = path[len(path)-limit:]
 	}
 	for _, n := range path {
-		sb.WriteString(n.summary())
+		sb.WriteString(Heading(n.Step, n.Source, n.Status()))
 		if k := forks[n.ID]; k > 0 {
 			sb.WriteString(" · " + plural(k, "abandoned branch"))
 		}

@@ -108,7 +108,8 @@ export interface ResumeStep {
 export class ResumeContext {
   constructor(
     /**
-     * One line per checkpoint from the root to the head, e.g. `step 4 · loop · error, retried`;
+     * One line per checkpoint from the root to the head, e.g. `step 4 · error, retried` (a source
+     * other than `loop` and a status other than `ok` are said);
      * with `values`, also what each step's nodes wrote and the branches abandoned there.
      */
     readonly text: string,

@@ -7,6 +7,7 @@ the invariants do not depend on how text is cut into tokens.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import pytest
@@ -18,6 +19,22 @@ from support import memory as mem
 
 def words(text: str) -> int:
     return len(text.split())
+
+
+# How a step's status reads in the context: a failed attempt reads as the
+# error it was, then what happened next.
+PHRASES = {"retried": "error, retried", "resumed": "interrupted, resumed"}
+
+
+def step_head(step: int, source: str, status: str) -> str:
+    """A step's line up to its tasks: the source and status only where they
+    say something."""
+    head = f"step {step}"
+    if source != "loop":
+        head += f" · {source}"
+    if status != "ok":
+        head += f" · {PHRASES.get(status, status)}"
+    return head
 
 
 def key(m: BaseMessage) -> tuple[str, str | None, str]:
@@ -41,11 +58,18 @@ def test_every_live_path_step_is_in_the_context(saver: HTTPSaver, scenario: Call
     t = mem.texts(saver, thread)
     path = saver.path(thread.thread_id)
     assert [s["checkpoint_id"] for s in t.context.steps] == [n.checkpoint_id for n in path]
+    # One line per step, in order, with what ran from it: every node that
+    # wrote something on the live path is named on its step's line.
     lines = [line for line in t.context.text.splitlines() if line.startswith("step ")]
-    assert lines == [f"step {n.step} · {n.source} · " + lines[i].rsplit(" · ", 1)[1] for i, n in enumerate(path)]
-    # Every node that wrote something on the live path is named, in order.
-    ran = [t["node"] for s in t.context.steps for t in s["tasks"]]
-    assert ran and all(f"  {node} " in t.context.text or f"; {node} " in t.context.text for node in ran)
+    assert len(lines) == len(path)
+    for line, n, step in zip(lines, path, t.context.steps, strict=True):
+        head = step_head(n.step, n.source, n.status)
+        ran = [task["node"] for task in step["tasks"]]
+        assert line == head if not ran else line.startswith(head + ": "), (line, head)
+        at = len(head)
+        for node in ran:
+            at = line.index(f" {node} ", at) + len(node) + 1
+    assert any(step["tasks"] for step in t.context.steps)
     if scenario is mem.tool_agent:  # what the agent asked for, too
         assert ' → search_flights({"from":"FRA","to":"LIS","date":"2025-06-12"})' in t.context.text
     # A conversation's context is the smaller text: the flat history repeats
@@ -53,6 +77,8 @@ def test_every_live_path_step_is_in_the_context(saver: HTTPSaver, scenario: Call
     # such repeats: its context, which names the nodes, can be the larger.)
     if t.flat.messages:
         assert words(t.context.text) < words(t.flat.text)
+        # Not by spelling: the same history spelled as compactly is larger.
+        assert words(t.context.text) < words(t.flat.respelled)
         assert words(mem.live_text(t.live)) < words(t.flat.text)
 
 
@@ -94,8 +120,22 @@ def test_a_thread_without_failures_is_its_flat_history_less_duplicates(saver: HT
     flat = [key(m) for m in mem.dedup(t.flat.messages)]
     assert len(t.flat.messages) > len(flat)  # the flat history repeats itself
     assert [key(m) for m in t.live] == flat
+    # The structured context keeps every write whole, so the subgraph's
+    # return repeats what it was given; its first showing of each message
+    # is the flat history's, in order.
     ctx = context_messages(t.context)
+    assert len(ctx) > len(flat)
     seen: dict[str | None, tuple[str, str | None, str]] = {}
     for m in ctx:
         seen.setdefault(m[1], m)
     assert [(r, i, f"{r}: {text}") for r, i, text in seen.values()] == flat
+    # The text shows each message once: the flat history's messages, less
+    # duplicates, each exactly once and in order, and no other message.
+    text, at = t.context.text, 0
+    for _, _, line in flat:
+        assert text.count(line) == 1, line
+        found = text.index(line)
+        assert found >= at, f"{line!r} out of order"
+        text, at = text[:found] + "\0" + text[found + len(line) :], found + 1
+    rest = re.sub(r" \| ", "\n", text.replace("\0", ""))
+    assert not re.search(r"(^|: )(human|ai|system|tool): ", rest, re.M), rest

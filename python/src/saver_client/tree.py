@@ -171,7 +171,8 @@ class ResumeContext:
     """The live path as prompt text, and the whole tree as a text drawing.
 
     `text` has one line per checkpoint from the root to the head, e.g.
-    `step 4 · loop · error, retried`; `str(ctx)` is `text`.
+    `step 4 · error, retried` (a source other than `loop` and a status other
+    than `ok` are said); `str(ctx)` is `text`.
     """
 
     text: str

@@ -7,6 +7,8 @@ could be given on resume, as text.
   checkpoint's messages are those its channel values hold; its writes are its
   pending writes, LangGraph's control-flow channels (`branch:…`,
   `__scheduled__`, `__resume__`) left out, as the resume context leaves them.
+  Also respelled as compactly as the resume context, one line per
+  checkpoint.
 - live messages: `live_messages(thread)`, one line per message.
 - resume context: `resume_context(thread, values=True).text`.
 
@@ -288,10 +290,17 @@ def hidden(channel: str) -> bool:
 
 @dataclass
 class Flat:
-    """The flat history: its text, and its messages in the order they appear."""
+    """The flat history: its text, and its messages in the order they appear.
+
+    `respelled` is the same history spelled as compactly as the resume
+    context: one line per checkpoint, the source only when it is not
+    "loop", a channel's messages joined on one line. What it leaves out
+    against the context is what the context leaves out, not spelling.
+    """
 
     text: str
     messages: list[BaseMessage]
+    respelled: str
 
 
 def flat_history(saver: HTTPSaver, thread_id: str) -> Flat:
@@ -300,23 +309,32 @@ def flat_history(saver: HTTPSaver, thread_id: str) -> Flat:
     listed = list(saver.list(config_of(thread_id)))
     listed.sort(key=lambda t: t.config["configurable"]["checkpoint_id"])
     lines: list[str] = []
+    respelled: list[str] = []
     seen: list[BaseMessage] = []
     for item in listed:
         tup = saver.get_tuple(item.config)
         assert tup is not None
         conf, md = tup.config["configurable"], tup.metadata or {}
         ns = conf.get("checkpoint_ns") or ""
-        lines.append(f"step {md.get('step')} · {md.get('source')}" + (f" · {ns.split(':')[0]}" if ns else ""))
+        where = f" · {ns.split(':')[0]}" if ns else ""
+        lines.append(f"step {md.get('step')} · {md.get('source')}{where}")
+        source = "" if md.get("source") == "loop" else f" · {md.get('source')}"
+        parts: list[str] = []
         for channel, value in sorted(tup.checkpoint["channel_values"].items()):
-            for m in messages_in(value):
+            ms = messages_in(value)
+            for m in ms:
                 lines.append(f"  {channel}: {message_line(m)}")
                 seen.append(m)
+            if ms:
+                parts.append(f"{channel}: " + " | ".join(message_line(m) for m in ms))
         for _task_id, channel, value in tup.pending_writes or []:
             if hidden(channel):
                 continue
             lines.append(f"  wrote {channel}: {value_text(value)}")
+            parts.append(f"wrote {channel}: {value_text(value)}")
             seen.extend(messages_in(value))
-    return Flat("\n".join(lines) + "\n", seen)
+        respelled.append(f"step {md.get('step')}{source}{where}" + (": " + "; ".join(parts) if parts else ""))
+    return Flat("\n".join(lines) + "\n", seen, "\n".join(respelled) + "\n")
 
 
 def live_text(messages: Iterable[BaseMessage]) -> str:
