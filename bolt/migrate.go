@@ -90,7 +90,7 @@ func Migrate(ctx context.Context, path string, logger *slog.Logger) (int, error)
 // copyToPebble copies every bucket of db into a new Pebble store at dir and
 // checks the copy's key count against the file's.
 func copyToPebble(ctx context.Context, db *bbolt.DB, dir string, logger *slog.Logger) (int, error) {
-	dst, err := pebble.Open(dir, pebbleOptions(logger, true))
+	dst, err := pebble.Open(dir, pebbleOptions(logger, dir, true))
 	if err != nil {
 		return 0, err
 	}

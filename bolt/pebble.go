@@ -353,7 +353,7 @@ func (s *Store) openPebble(path string, create bool) error {
 				"a new, empty store", path, ErrNotStore)
 		}
 	}
-	opts := pebbleOptions(s.Logger, create)
+	opts := pebbleOptions(s.Logger, path, create)
 	// Damage found in a table is remembered and reported (damage.go), and
 	// the read or compaction that found it fails; Pebble's default is a
 	// Fatalf, which took the process down (or, in a request, answered 500
@@ -403,15 +403,17 @@ func (s *Store) openPebble(path string, create bool) error {
 }
 
 // pebbleOptions are the options of every Pebble store this package opens or
-// makes (create: a new one, which must not exist yet), the migration's copy
-// included.
-func pebbleOptions(logger *slog.Logger, create bool) *pebble.Options {
+// makes in dir (create: a new one, which must not exist yet), the
+// migration's copy included.
+func pebbleOptions(logger *slog.Logger, dir string, create bool) *pebble.Options {
 	opts := &pebble.Options{
 		ErrorIfExists:    create,
 		ErrorIfNotExists: !create,
 		Logger:           pebbleLogger{logger},
 		MemTableSize:     pebbleMemTable,
 		CacheSize:        pebbleCache,
+		// Pebble preallocates a log 110 % of a memtable (DB.walPreallocateSize).
+		FS: walFill{FS: vfs.Default, dir: filepath.Clean(dir), size: pebbleMemTable + pebbleMemTable/10},
 	}
 	// Blocks stay uncompressed: tree queries and listings read every
 	// checkpoint record of a thread, and decompressing them cost more than
