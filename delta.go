@@ -24,6 +24,14 @@ type DeltaRequest struct {
 	// channels still walking say where their history goes on
 	// (DeltaHistory.Next). 0: the whole history at once.
 	MaxBytes int64
+	// Known, when not empty, names an ancestor of the target whose
+	// history (these channels', seed included) the client holds already:
+	// the walk takes its writes and seeds and stops there, and the
+	// channels still walking say so with Next Known, so that an answer
+	// holds only what is new since the client's last read of the chain.
+	// A walk that ends without meeting it, channels still walking, fails
+	// with EINVALID: Known is no ancestor of the target.
+	Known string
 }
 
 // Validate checks a delta history request.
@@ -43,6 +51,14 @@ func (r *DeltaRequest) Validate() error {
 			return Errorf(EINVALID, "Channel %s is given twice.", ch)
 		}
 		seen[ch] = true
+	}
+	if r.Known != "" {
+		if err := validID("known", r.Known, false, MaxIDBytes); err != nil {
+			return err
+		}
+		if r.Known == r.ID {
+			return Errorf(EINVALID, "known: checkpoint %s is the target itself, not one of its ancestors.", r.Known)
+		}
 	}
 	return nil
 }
@@ -83,6 +99,10 @@ type DeltaWalk struct {
 	// them; next is the ancestor the walk stopped at, if it did.
 	maxBytes, bytes int64
 	next            string
+	// known is the ancestor whose history the client holds (see
+	// DeltaRequest.Known); met says the walk reached it.
+	known string
+	met   bool
 }
 
 // NewDeltaWalk starts a walk for channels.
@@ -103,6 +123,10 @@ func NewDeltaWalk(channels []string) *DeltaWalk {
 // Limit makes the walk stop (see Stop) after the first ancestor at which
 // the writes and seeds taken reach maxBytes; 0 takes the whole history.
 func (w *DeltaWalk) Limit(maxBytes int64) { w.maxBytes = maxBytes }
+
+// Known makes the walk stop at ancestor id, whose history the client
+// holds (see DeltaRequest.Known), once it took id's writes and seeds.
+func (w *DeltaWalk) Known(id string) { w.known = id }
 
 // Stop ends the walk at id, an ancestor visited already: the channels still
 // walking get Next id, their history before it left to another request.
@@ -161,6 +185,11 @@ func (w *DeltaWalk) Visit(id string, writes []Write, seed func(channel string) *
 	if w.Done() {
 		return false
 	}
+	if id == w.known {
+		w.met = true
+		w.Stop(id)
+		return false
+	}
 	if w.maxBytes > 0 && w.bytes >= w.maxBytes {
 		w.Stop(id)
 		return false
@@ -168,8 +197,15 @@ func (w *DeltaWalk) Visit(id string, writes []Write, seed func(channel string) *
 	return true
 }
 
-// Result returns the history of every channel asked for.
-func (w *DeltaWalk) Result() map[string]*DeltaHistory {
+// Result returns the history of every channel asked for. With Known set,
+// a walk that ended (at the root, a missing parent or a cycle) with
+// channels still walking and without meeting it fails: the client named a
+// checkpoint that is not an ancestor of the target, and the history it
+// holds there is not part of this one.
+func (w *DeltaWalk) Result() (map[string]*DeltaHistory, error) {
+	if w.known != "" && !w.met && w.next == "" && !w.Done() {
+		return nil, Errorf(EINVALID, "known: checkpoint %s is not an ancestor of the target (the chain of channels %v ends without it).", w.known, w.Remaining())
+	}
 	out := make(map[string]*DeltaHistory, len(w.channels))
 	for _, ch := range w.channels {
 		h := &DeltaHistory{Seed: w.seeds[ch], Writes: []Write{}}
@@ -181,7 +217,7 @@ func (w *DeltaWalk) Result() map[string]*DeltaHistory {
 		}
 		out[ch] = h
 	}
-	return out
+	return out, nil
 }
 
 // DeltaCountersKey is the metadata key in which LangGraph counts, per

@@ -1,6 +1,7 @@
 package saver_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -84,7 +85,7 @@ func TestChain(t *testing.T) {
 }
 
 func TestDeltaRequestValidate(t *testing.T) {
-	ref := saver.CheckpointRef{Tenant: "t", ThreadID: "thread"}
+	ref := saver.CheckpointRef{Tenant: "t", ThreadID: "thread", ID: "0009"}
 	many := make([]string, saver.MaxDeltaChannels+1)
 	for i := range many {
 		many[i] = string(rune('a'+i%26)) + string(rune('a'+i/26))
@@ -92,18 +93,23 @@ func TestDeltaRequestValidate(t *testing.T) {
 	tests := []struct {
 		name     string
 		channels []string
+		known    string
 		code     string
 	}{
-		{"None", nil, ""},
-		{"Some", []string{"messages", "notes"}, ""},
-		{"Empty", []string{""}, saver.EINVALID},
-		{"Twice", []string{"a", "a"}, saver.EINVALID},
-		{"TooMany", many, saver.ETOOLARGE},
-		{"NotUTF8", []string{"\xff"}, saver.EINVALID},
+		{"None", nil, "", ""},
+		{"Some", []string{"messages", "notes"}, "", ""},
+		{"Empty", []string{""}, "", saver.EINVALID},
+		{"Twice", []string{"a", "a"}, "", saver.EINVALID},
+		{"TooMany", many, "", saver.ETOOLARGE},
+		{"NotUTF8", []string{"\xff"}, "", saver.EINVALID},
+		{"Known", []string{"a"}, "0008", ""},
+		{"KnownIsTarget", []string{"a"}, "0009", saver.EINVALID},
+		{"KnownNotUTF8", []string{"a"}, "\xff", saver.EINVALID},
+		{"KnownTooLong", []string{"a"}, strings.Repeat("k", saver.MaxIDBytes+1), saver.EINVALID},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			in := saver.DeltaRequest{CheckpointRef: ref, Channels: tt.channels}
+			in := saver.DeltaRequest{CheckpointRef: ref, Channels: tt.channels, Known: tt.known}
 			if got := saver.ErrorCode(in.Validate()); got != tt.code {
 				t.Fatalf("Validate code = %q, want %q", got, tt.code)
 			}
@@ -136,7 +142,11 @@ func TestDeltaWalkLimit(t *testing.T) {
 				break
 			}
 		}
-		return w.Result()
+		h, err := w.Result()
+		if err != nil {
+			t.Fatalf("Result: %v", err)
+		}
+		return h
 	}
 	whole := history(9, []string{"a", "b"}, 0)
 	for _, limit := range []int64{1, 150, 250, 500, 1 << 20} {

@@ -10,12 +10,13 @@ import (
 // DeltaHistory walks the target's parent chain in one read transaction:
 // per ancestor, a lookup of its record, a scan of its writes (which sort
 // right after it) and a lookup of the blob of each channel still walking.
-// It stops at in.MaxBytes, and charges what it reads to ctx's budget.
+// It stops at in.MaxBytes or after in.Known, and charges what it reads to ctx's budget.
 func (s *Store) DeltaHistory(ctx context.Context, in saver.DeltaRequest) (map[string]*saver.DeltaHistory, error) {
 	walk := saver.NewDeltaWalk(in.Channels)
 	walk.Limit(in.MaxBytes)
+	walk.Known(in.Known)
 	if walk.Done() {
-		return walk.Result(), nil
+		return walk.Result()
 	}
 	err := s.view(ctx, "delta history", func(tx kvTx) error {
 		now := s.Now()
@@ -51,7 +52,7 @@ func (s *Store) DeltaHistory(ctx context.Context, in saver.DeltaRequest) (map[st
 	if err != nil {
 		return nil, err
 	}
-	return walk.Result(), nil
+	return walk.Result()
 }
 
 // liveValue returns the checkpoint's value of channel: its blob at the

@@ -63,7 +63,7 @@ func (s *Store) DeltaHistory(ctx context.Context, in saver.DeltaRequest) (map[st
 
 func (s *Store) deltaHistory(ctx context.Context, in saver.DeltaRequest) (map[string]*saver.DeltaHistory, error) {
 	if len(in.Channels) == 0 {
-		return saver.NewDeltaWalk(nil).Result(), nil
+		return saver.NewDeltaWalk(nil).Result()
 	}
 	h := &historyScan{s: s, ns: in.NS, pk: partitionKey(in.Tenant, in.ThreadID), target: in.ID,
 		nodes: map[string]*histNode{}, absent: map[seedAt]bool{}, holding: map[[2]string]bool{}, seedExp: map[seedAt]int64{}}
@@ -80,21 +80,33 @@ func (s *Store) deltaHistory(ctx context.Context, in saver.DeltaRequest) (map[st
 	// With the older part of the chain cached, read only what is newer:
 	// down to the newest checkpoint cached below the target, and further
 	// only if the chain goes elsewhere (h.more).
+	lo := ""
 	if b := s.chains.below(nsKey{h.pk, in.NS}, in.ID); b != "" {
+		lo = afterCheckpoint(in.NS, b)
+	}
+	// The client holds the history at in.Known: the chain ends there
+	// (its checkpoint and writes read, nothing below), unless it goes
+	// elsewhere.
+	if in.Known != "" && (in.ID == "" || in.Known < in.ID) {
+		lo = max(lo, checkpointKey(in.NS, in.Known))
+	}
+	if lo != "" {
 		h.bounded = true
-		h.in.ExpressionAttributeValues[":lo"] = attrS(afterCheckpoint(in.NS, b))
+		h.in.ExpressionAttributeValues[":lo"] = attrS(lo)
 	}
 	project(&h.in.ProjectionExpression, &h.in.ExpressionAttributeNames, historyAttrs)
 	for {
-		plan, err := h.plan(ctx, in.Channels, in.MaxBytes)
+		plan, err := h.plan(ctx, in.Channels, in.MaxBytes, in.Known)
 		if err != nil {
 			return nil, err
 		}
 		if plan.outOfOrder {
 			return s.historyByTuples(ctx, in)
 		}
-		if plan.chain == nil {
-			return saver.NewDeltaWalk(in.Channels).Result(), nil // no target
+		if plan.chain == nil { // no target
+			walk := saver.NewDeltaWalk(in.Channels)
+			walk.Known(in.Known)
+			return walk.Result()
 		}
 		seeds, err := h.readSeeds(ctx, plan.candidates)
 		if err != nil {
@@ -293,8 +305,10 @@ type historyPlan struct {
 }
 
 // plan follows the chain from the target's parent and finds, per channel,
-// the nearest ancestor that holds a value of it, reading pages as needed.
-func (h *historyScan) plan(ctx context.Context, channels []string, maxBytes int64) (*historyPlan, error) {
+// the nearest ancestor that holds a value of it, reading pages as needed;
+// it goes no further than known, the ancestor whose history the client
+// holds.
+func (h *historyScan) plan(ctx context.Context, channels []string, maxBytes int64, known string) (*historyPlan, error) {
 	for h.target == "" {
 		if more, err := h.more(ctx); !more || err != nil {
 			if err != nil {
@@ -356,6 +370,9 @@ func (h *historyScan) plan(ctx context.Context, channels []string, maxBytes int6
 				p.candidates[seedAt{a.id, ch}] = a.versions[ch]
 				delete(remaining, ch)
 			}
+		}
+		if a.id == known {
+			break // the walk stops here too (saver.DeltaWalk.Known)
 		}
 		cur = a
 	}
@@ -520,6 +537,7 @@ func (h *historyScan) collect(ctx context.Context, in saver.DeltaRequest, plan *
 	h.s.chains.put(h.epoch, entries...)
 	walk := saver.NewDeltaWalk(channels)
 	walk.Limit(in.MaxBytes)
+	walk.Known(in.Known)
 	stopped := false
 	for i, n := range chain {
 		if !walk.Visit(n.id, parts[i].tup.Writes, func(ch string) *saver.Typed { return seeds[seedAt{n.id, ch}] }) {
@@ -530,7 +548,7 @@ func (h *historyScan) collect(ctx context.Context, in saver.DeltaRequest, plan *
 	if plan.cut && !stopped {
 		walk.Stop(chain[len(chain)-1].id)
 	}
-	return walk.Result(), nil
+	return walk.Result()
 }
 
 // entry returns what the chain cache keeps of n, an ancestor of the target,
@@ -567,6 +585,7 @@ func (h *historyScan) entry(n *histNode, writes []saver.Write, seeds map[seedAt]
 func (s *Store) historyByTuples(ctx context.Context, in saver.DeltaRequest) (map[string]*saver.DeltaHistory, error) {
 	walk := saver.NewDeltaWalk(in.Channels)
 	walk.Limit(in.MaxBytes)
+	walk.Known(in.Known)
 	tup, err := s.getTupleOrNil(ctx, in.CheckpointRef)
 	for err == nil && tup != nil && tup.ParentID != "" {
 		ref := tup.CheckpointRef
@@ -585,7 +604,7 @@ func (s *Store) historyByTuples(ctx context.Context, in saver.DeltaRequest) (map
 	if err != nil {
 		return nil, err
 	}
-	return walk.Result(), nil
+	return walk.Result()
 }
 
 // getTupleOrNil is GetTuple with nil for a checkpoint that is not there.

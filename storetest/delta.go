@@ -29,6 +29,7 @@ var deltaTests = []test{
 	{"MissingParent", testDeltaMissingParent},
 	{"ParentCycle", testDeltaParentCycle},
 	{"Namespaces", testDeltaNamespaces},
+	{"Known", testDeltaKnown},
 }
 
 // PutDelta puts checkpoint id with parent in ref's thread and namespace, with

@@ -22,7 +22,8 @@ import {
   WRITES_IDX_MAP,
 } from "@langchain/langgraph-checkpoint";
 
-import { BadResponseError, ConflictError, NoRouteError, NotFoundError } from "./errors.js";
+import { BadResponseError, ConflictError, InvalidRequestError, NoRouteError, NotFoundError } from "./errors.js";
+import { Held, type RawHistory } from "./held.js";
 import {
   type Claim,
   type ClaimOptions,
@@ -206,6 +207,8 @@ export class HTTPSaver extends BaseCheckpointSaver implements Ledger {
   // Set once the service answered that it has no delta-history route (an
   // older service): the base class's walk is used from then on.
   private deltaRoute = true;
+  // The last delta history per thread, for the next (see held.ts).
+  private readonly held = new Held();
 
   constructor(urlOrOptions?: string | HTTPSaverOptions, options: HTTPSaverOptions = {}) {
     const opts: HTTPSaverOptions =
@@ -460,6 +463,7 @@ export class HTTPSaver extends BaseCheckpointSaver implements Ledger {
       byIdx.set(idx, { task_id: taskId, task_path: taskPath ?? "", idx, channel, value: await this.typed(value) });
     }
     if (byIdx.size === 0) return;
+    this.held.wrote(String(conf.thread_id), String(conf.checkpoint_ns ?? ""), String(conf.checkpoint_id));
     await this.transport.request("POST", `/v1/threads/${seg(conf.thread_id)}/writes`, {
       body: {
         checkpoint_ns: String(conf.checkpoint_ns ?? ""),
@@ -472,7 +476,11 @@ export class HTTPSaver extends BaseCheckpointSaver implements Ledger {
 
   /** Delete every checkpoint, blob and write of a thread, in all namespaces. */
   async deleteThread(threadId: string): Promise<void> {
-    await this.transport.request("DELETE", `/v1/threads/${seg(threadId)}`);
+    try {
+      await this.transport.request("DELETE", `/v1/threads/${seg(threadId)}`);
+    } finally {
+      this.held.dropThreads([threadId]);
+    }
   }
 
   /**
@@ -481,6 +489,10 @@ export class HTTPSaver extends BaseCheckpointSaver implements Ledger {
    * A history over the service's page (SAVER_HISTORY_PAGE) comes in pages,
    * newest first: each channel whose history goes on names, as `next`, the
    * ancestor to ask for it next; the pages put together are the whole.
+   * The saver holds the last history it put together per thread and
+   * namespace (see held.ts): the next one, at a descendant of that checkpoint
+   * (the next turn's), is asked as what is new since it (`known`), and one at
+   * that checkpoint itself takes no request.
    * Against a service without that route, the base class's walk over
    * `getTuple` is used.
    */
@@ -494,24 +506,72 @@ export class HTTPSaver extends BaseCheckpointSaver implements Ledger {
     const conf = (cfg.configurable ?? {}) as Record<string, unknown>;
     const out: Record<string, DeltaChannelHistory> = Object.fromEntries(channels.map((ch) => [ch, { writes: [] }]));
     if (conf.thread_id === undefined || conf.thread_id === null) return out;
-    let target = getCheckpointId(cfg);
+    const thread = String(conf.thread_id);
+    const ns = String(conf.checkpoint_ns ?? "");
+    const target = getCheckpointId(cfg) ?? "";
+    const held = this.held.known(thread, ns, target, channels);
+    let raw: Record<string, RawHistory> | undefined;
+    if (held !== undefined && held.checkpointId === target) {
+      raw = held.histories;
+    } else {
+      let asked: Record<string, RawHistory> | "none" | "fallback";
+      try {
+        asked = await this.deltaPages(thread, ns, target, channels, held);
+      } catch (err) {
+        if (!(err instanceof InvalidRequestError) || held === undefined) throw err;
+        // The chain does not reach the held history's checkpoint: another branch.
+        this.held.forget(thread, ns);
+        asked = await this.deltaPages(thread, ns, target, channels, undefined);
+      }
+      if (asked === "none") return out;
+      if (asked === "fallback") return super.getDeltaChannelHistory(options);
+      raw = asked;
+      this.held.keep(thread, ns, target, raw);
+    }
+    for (const ch of channels) {
+      const h = raw[ch];
+      if (h === undefined) continue;
+      const writes: DeltaChannelHistory["writes"] = [];
+      for (const w of h.writes) writes.push([w.task_id as string, ch, await this.untyped(w.value)]);
+      out[ch]!.writes = writes;
+      if (h.seed !== null) out[ch]!.seed = await this.untyped(h.seed);
+    }
+    return out;
+  }
+
+  /**
+   * The histories at target on the wire, page by page; with held, the service
+   * stops at its checkpoint and the held writes go before. "none": the target
+   * is not there; "fallback": the service has no delta-history route.
+   */
+  private async deltaPages(
+    thread: string,
+    ns: string,
+    first: string,
+    channels: string[],
+    held: { checkpointId: string; histories: Record<string, RawHistory> } | undefined,
+  ): Promise<Record<string, RawHistory> | "none" | "fallback"> {
+    const known = held?.checkpointId;
+    let target = first;
     let asking = channels;
     const seen = new Set<string>();
+    const seeds = new Map<string, Wire | null>();
+    const spliced = new Set<string>();
     // Each channel's pages, newest first: joined once at the end, since
     // prepending page by page would copy the writes once per page.
-    const pages = new Map<string, DeltaChannelHistory["writes"][]>();
+    const pages = new Map<string, Wire[][]>();
     while (asking.length > 0) {
       let wire: unknown;
       try {
-        wire = await this.transport.request("POST", `/v1/threads/${seg(conf.thread_id)}/delta-history`, {
-          body: { checkpoint_ns: String(conf.checkpoint_ns ?? ""), checkpoint_id: target, channels: asking, paged: true },
-        });
+        const body: Wire = { checkpoint_ns: ns, checkpoint_id: target, channels: asking, paged: true };
+        if (known !== undefined) body.known = known;
+        wire = await this.transport.request("POST", `/v1/threads/${seg(thread)}/delta-history`, { body });
       } catch (err) {
-        if (err instanceof NotFoundError && seen.size === 0) return out;
+        if (err instanceof NotFoundError && seen.size === 0) return "none";
         if (err instanceof NoRouteError) {
           this.deltaRoute = false;
           this.logger.warn("the saver service has no delta-history route; walking checkpoints one by one instead");
-          return super.getDeltaChannelHistory(options);
+          return "fallback";
         }
         throw err;
       }
@@ -524,17 +584,20 @@ export class HTTPSaver extends BaseCheckpointSaver implements Ledger {
         const entry = Object.hasOwn(wire.channels, ch) ? wire.channels[ch] : undefined;
         if (entry === undefined || entry === null) continue;
         if (!isRecord(entry)) throw new BadResponseError("bad_response", `malformed delta history of ${ch}`);
-        const writes: DeltaChannelHistory["writes"] = [];
+        const writes: Wire[] = [];
         for (const w of asList(entry.writes, "writes")) {
           if (!isRecord(w) || typeof w.task_id !== "string") throw new BadResponseError("bad_response", "malformed write");
-          writes.push([w.task_id, ch, await this.untyped(w.value)]);
+          writes.push(w);
         }
-        const history = out[ch]!;
         const taken = pages.get(ch);
         if (taken === undefined) pages.set(ch, [writes]);
         else taken.push(writes);
-        if (entry.seed !== undefined && entry.seed !== null) history.seed = await this.untyped(entry.seed);
+        seeds.set(ch, entry.seed !== undefined && entry.seed !== null ? (entry.seed as Wire) : null);
         if (entry.next !== undefined && entry.next !== null && entry.next !== "") {
+          if (known !== undefined && entry.next === known) {
+            spliced.add(ch);
+            continue;
+          }
           if (typeof entry.next !== "string" || (next !== undefined && entry.next !== next)) {
             throw new BadResponseError("bad_response", `delta history page goes on at ${String(entry.next)}`);
           }
@@ -549,9 +612,14 @@ export class HTTPSaver extends BaseCheckpointSaver implements Ledger {
       }
       asking = goingOn;
     }
-    // A later page is older: its writes come first.
-    for (const [ch, taken] of pages) out[ch]!.writes = taken.reverse().flat();
-    return out;
+    const raw: Record<string, RawHistory> = {};
+    for (const [ch, taken] of pages) {
+      // A later page is older: its writes come first.
+      const writes = taken.reverse().flat();
+      const h = spliced.has(ch) ? held!.histories[ch]! : undefined;
+      raw[ch] = h ? { writes: [...h.writes, ...writes], seed: h.seed } : { writes, seed: seeds.get(ch) ?? null };
+    }
+    return raw;
   }
 
   // -- maintenance ---------------------------------------------------------------
@@ -570,15 +638,23 @@ export class HTTPSaver extends BaseCheckpointSaver implements Ledger {
 
   /** Copy a thread with ids and parent links unchanged. Throws NotFoundError when the source has none. */
   async copyThread(sourceThreadId: string, targetThreadId: string): Promise<void> {
-    await this.transport.request("POST", `/v1/threads/${seg(sourceThreadId)}/copy`, {
-      body: { target_thread_id: String(targetThreadId) },
-    });
+    try {
+      await this.transport.request("POST", `/v1/threads/${seg(sourceThreadId)}/copy`, {
+        body: { target_thread_id: String(targetThreadId) },
+      });
+    } finally {
+      this.held.dropThreads([targetThreadId]);
+    }
   }
 
   /** Delete the checkpoints (and their writes) whose metadata `run_id` is in runIds. */
   async deleteForRuns(runIds: string[]): Promise<void> {
     if (runIds.length === 0) return;
-    await this.transport.request("POST", "/v1/runs/delete", { body: { run_ids: runIds.map(String) } });
+    try {
+      await this.transport.request("POST", "/v1/runs/delete", { body: { run_ids: runIds.map(String) } });
+    } finally {
+      this.held.clear();
+    }
   }
 
   /** Keep only the newest checkpoint per namespace ("keep_latest"), or delete the threads. */
@@ -588,9 +664,13 @@ export class HTTPSaver extends BaseCheckpointSaver implements Ledger {
       throw new TypeError(`unknown prune strategy ${JSON.stringify(strategy)}; use "keep_latest" or "delete"`);
     }
     if (threadIds.length === 0) return;
-    await this.transport.request("POST", "/v1/threads/prune", {
-      body: { thread_ids: threadIds.map(String), strategy },
-    });
+    try {
+      await this.transport.request("POST", "/v1/threads/prune", {
+        body: { thread_ids: threadIds.map(String), strategy },
+      });
+    } finally {
+      this.held.dropThreads(threadIds);
+    }
   }
 
   /** Make a checkpoint, its channel values and its writes never expire. */

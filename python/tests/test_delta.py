@@ -29,7 +29,7 @@ from langgraph.graph.message import add_messages
 from langgraph.types import Command, Overwrite, Send, interrupt
 from typing_extensions import TypedDict
 
-from saver_client import ConflictError, HTTPSaver
+from saver_client import ConflictError, HTTPSaver, InvalidRequestError
 
 from helpers import APIS, DURABILITIES, Api, Durability, Graph, Runner, history_sig, norm
 
@@ -511,7 +511,9 @@ def test_history_over_a_page(spawn_service: Callable[..., Any]) -> None:
     once killed the service). Here the page is 4 KiB and each turn writes two
     messages of 500 bytes, so a chain of a few turns since its snapshot is over
     it: every state, sync and async, is InMemorySaver's, and reading the latest
-    takes more than one request.
+    takes more than one request to a saver that holds no history of the
+    thread (the one that ran it holds the last turn's, and is answered what
+    is new since, in one).
     """
     svc = spawn_service(env={"SAVER_HISTORY_PAGE": "4096"})
     saver = CountingSaver(svc.url)
@@ -525,7 +527,11 @@ def test_history_over_a_page(spawn_service: Callable[..., Any]) -> None:
     state = graph.get_state(config)
     assert state.values == expected_graph.get_state(config).values
     assert len(state.values["messages"]) == 120
-    assert saver.calls["delta-history"] > 1, saver.calls
+    assert saver.calls["delta-history"] <= 1, saver.calls
+    fresh = CountingSaver(svc.url)
+    assert chat_graph(fresh, Chat).get_state(config).values == state.values
+    assert fresh.calls["delta-history"] > 1, fresh.calls
+    fresh.close()
     assert history_sig(list(graph.get_state_history(config))) == history_sig(
         list(expected_graph.get_state_history(config))
     )
@@ -534,4 +540,141 @@ def test_history_over_a_page(spawn_service: Callable[..., Any]) -> None:
         return (await graph.aget_state(config)).values
 
     assert asyncio.run(astate()) == state.values
+    saver.close()
+
+
+class RecordingSaver(HTTPSaver):
+    """Records the saver's delta-history requests: (body, answer or error)."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
+        self.asked: list[tuple[dict[str, Any], Any]] = []
+        request, arequest = self._transport.request, self._transport.arequest
+
+        def recorded(method: str, path: str, **kw: Any) -> Any:
+            try:
+                out = request(method, path, **kw)
+            except Exception as exc:
+                if path.endswith("/delta-history"):
+                    self.asked.append((dict(kw["body"]), exc))
+                raise
+            if path.endswith("/delta-history"):
+                self.asked.append((dict(kw["body"]), out))
+            return out
+
+        async def arecorded(method: str, path: str, **kw: Any) -> Any:
+            try:
+                out = await arequest(method, path, **kw)
+            except Exception as exc:
+                if path.endswith("/delta-history"):
+                    self.asked.append((dict(kw["body"]), exc))
+                raise
+            if path.endswith("/delta-history"):
+                self.asked.append((dict(kw["body"]), out))
+            return out
+
+        self._transport.request = recorded  # type: ignore[method-assign]
+        self._transport.arequest = arecorded  # type: ignore[method-assign]
+
+
+def _writes_answered(answer: Any) -> int:
+    return sum(len(h.get("writes") or []) for h in answer["channels"].values())
+
+
+@pytest.mark.parametrize("api", ["invoke", "ainvoke"])
+def test_a_turn_is_answered_what_is_new(saver_url: str, api: Api) -> None:
+    """The saver holds the last history per thread and names its checkpoint as
+    `known`: each turn's answer is the last turn's writes, not the chain back
+    to the snapshot (which grew with the turn: 150 turns, 300 writes), and
+    the state is InMemorySaver's at every turn."""
+    saver = RecordingSaver(saver_url)
+    expected_graph, graph = chat_graph(InMemorySaver(), Chat), chat_graph(saver, Chat)
+    config = new_config()
+    r, expected_r = Runner(saver, api, "sync"), Runner(InMemorySaver(), api, "sync")
+    for i in range(40):
+        assert r.run(graph, {"messages": [f"hi {i}"]}, config) == expected_r.run(
+            expected_graph, {"messages": [f"hi {i}"]}, config
+        )
+    asked = saver.asked[5:]
+    assert asked and all(body.get("known") for body, _ in asked), [b for b, _ in asked]
+    assert max(_writes_answered(a) for _, a in asked) <= 4, [_writes_answered(a) for _, a in asked]
+    # A saver that holds nothing is answered the whole, and agrees.
+    fresh = RecordingSaver(saver_url)
+    state = chat_graph(fresh, Chat).get_state(config).values
+    assert state == graph.get_state(config).values
+    assert len(state["messages"]) == 80
+    assert "known" not in fresh.asked[0][0] and _writes_answered(fresh.asked[0][1]) >= 40
+    saver.close()
+    fresh.close()
+
+
+def test_held_history_and_another_savers_turns(saver_url: str) -> None:
+    """Two savers (two processes, or replicas behind a balancer) take turns on
+    a thread: each one's held history is at an ancestor of the other's
+    checkpoints, and what it is answered since holds the other's turns."""
+    a, b = RecordingSaver(saver_url), RecordingSaver(saver_url)
+    expected_graph = chat_graph(InMemorySaver(), Chat)
+    config = new_config()
+    graphs = [chat_graph(a, Chat), chat_graph(b, Chat)]
+    for i in range(24):
+        graph = graphs[(i // 3) % 2]  # three turns each
+        assert graph.invoke({"messages": [f"hi {i}"]}, config) == expected_graph.invoke(
+            {"messages": [f"hi {i}"]}, config
+        )
+    for s in (a, b):
+        assert any(body.get("known") for body, _ in s.asked)
+        assert not any(isinstance(out, Exception) for _, out in s.asked)
+    want = expected_graph.get_state(config).values
+    assert graphs[0].get_state(config).values == want == graphs[1].get_state(config).values
+    a.close()
+    b.close()
+
+
+@pytest.mark.parametrize("api", ["invoke", "ainvoke"])
+def test_held_history_and_a_fork(saver_url: str, api: Api) -> None:
+    """A branch does not splice the history held on another: after a turn on
+    the main branch, the saver holds its history there, and a turn on a
+    branch replayed from an older checkpoint (no snapshot on its chain)
+    names it as known; the service refuses it (the chain does not reach
+    it), the saver asks for the whole and holds that. States are
+    InMemorySaver's, on both branches."""
+
+    def scenario(r: Runner) -> Trace:
+        graph, config = chat_graph(r.saver, Chat), new_config()
+        for i in range(8):
+            r.run(graph, {"messages": [f"hi {i}"]}, config)
+        history = r.history(graph, config)
+        tip = history[0].config
+        old = next(s for s in history if s.metadata and s.metadata.get("step") == 7)
+        replay = r.run(graph, None, old.config)
+        branch = r.state(graph, config).config  # the replay's newest checkpoint
+        again = r.run(graph, {"messages": ["on the main branch"]}, tip)
+        on_branch = r.run(graph, {"messages": ["on the replayed branch"]}, branch)
+        return {"replay": replay, "again": again, "on_branch": on_branch}
+
+    expected = scenario(Runner(InMemorySaver(), api, "sync"))
+    saver = RecordingSaver(saver_url)
+    assert scenario(Runner(saver, api, "sync")) == expected
+    refused = [body for body, out in saver.asked if isinstance(out, InvalidRequestError)]
+    assert len(refused) == 1 and refused[0].get("known"), saver.asked
+    saver.close()
+
+
+def test_held_history_dropped_on_own_writes_to_an_ancestor(saver_url: str) -> None:
+    """A write the saver makes to an ancestor of the held history's checkpoint
+    (LangGraph never does; the store takes it) drops what it holds: the next
+    history is the whole, with the write, as a fresh saver reads it."""
+    saver = RecordingSaver(saver_url)
+    graph, config = chat_graph(saver, Chat), new_config()
+    for i in range(6):
+        graph.invoke({"messages": [f"hi {i}"]}, config)
+    listed = list(saver.list(config))
+    newest, old = listed[0].config, listed[4].config
+    saver.get_delta_channel_history(config=newest, channels=["messages"])
+    saver.put_writes(old, [("messages", ["late"])], "late-task")
+    saver._listings.clear()  # what the listing read is another concern (see above)
+    got = saver.get_delta_channel_history(config=newest, channels=["messages"])
+    with HTTPSaver(saver_url) as fresh:
+        assert got == fresh.get_delta_channel_history(config=newest, channels=["messages"])
+    assert "known" not in saver.asked[-1][0]
     saver.close()

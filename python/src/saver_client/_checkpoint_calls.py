@@ -20,7 +20,7 @@ from saver_client import _wire as wire
 from saver_client._core import Core
 from saver_client._listing import Listing, Walk
 from saver_client._wire import Call, RawHistory, Scope
-from saver_client.errors import ConflictError, NotFoundError
+from saver_client.errors import ConflictError, InvalidRequestError, NotFoundError
 
 
 class CheckpointCalls(Core):
@@ -198,6 +198,7 @@ class CheckpointCalls(Core):
         ns = conf.get("checkpoint_ns") or ""
         key = (str(conf["thread_id"]), ns, str(conf.get("checkpoint_id") or ""))
         self._listings.wrote(key)
+        self._held.wrote(key[:2], key[2])
 
     def get_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
@@ -210,6 +211,12 @@ class CheckpointCalls(Core):
         walks the chain, however deep. A history over the service's page
         (`SAVER_HISTORY_PAGE`) takes a request per page.
 
+        The saver holds the last history it put together per thread and
+        namespace (see `_held`): the next one, at a descendant of that
+        checkpoint (the next turn's), is asked as what is new since it, and
+        the service answers only the writes since; one at that checkpoint
+        itself takes no request.
+
         For a checkpoint one of the saver's last `list` calls yielded (as
         `get_state_history` reads them), the history is put together from the
         ancestors listed after it, and the service is asked only for the
@@ -220,7 +227,7 @@ class CheckpointCalls(Core):
             return {}
         walk = self._listed_walk(config, channels)
         if walk is None:
-            return wire.to_histories(self.serde, self._delta(config, channels))
+            return wire.to_histories(self.serde, self._held_delta(config, channels))
         if walk.beyond is not None:
             key, chans = walk.beyond
             walk.take(self._delta(wire.config_of(*key), chans))
@@ -234,7 +241,7 @@ class CheckpointCalls(Core):
             return {}
         walk = self._listed_walk(config, channels)
         if walk is None:
-            return wire.to_histories(self.serde, await self._adelta(config, channels))
+            return wire.to_histories(self.serde, await self._aheld_delta(config, channels))
         if walk.beyond is not None:
             key, chans = walk.beyond
             walk.take(await self._adelta(wire.config_of(*key), chans))
@@ -248,16 +255,67 @@ class CheckpointCalls(Core):
         key = (str(conf["thread_id"]), conf.get("checkpoint_ns") or "", checkpoint_id)
         return self._listings.walk(key, [str(ch) for ch in channels])
 
-    def _delta(self, config: RunnableConfig, channels: Sequence[str]) -> dict[str, RawHistory]:
-        pages = wire.DeltaPages(config, channels)
+    def _delta(
+        self,
+        config: RunnableConfig,
+        channels: Sequence[str],
+        held: tuple[str, dict[str, RawHistory]] | None = None,
+    ) -> dict[str, RawHistory]:
+        pages = wire.DeltaPages(config, channels, *(held or (None, None)))
         while (call := pages.call()) is not None:
             pages.take(self._send(call))
         return pages.raw()
 
     async def _adelta(
-        self, config: RunnableConfig, channels: Sequence[str]
+        self,
+        config: RunnableConfig,
+        channels: Sequence[str],
+        held: tuple[str, dict[str, RawHistory]] | None = None,
     ) -> dict[str, RawHistory]:
-        pages = wire.DeltaPages(config, channels)
+        pages = wire.DeltaPages(config, channels, *(held or (None, None)))
         while (call := pages.call()) is not None:
             pages.take(await self._asend(call))
         return pages.raw()
+
+    def _held_delta(self, config: RunnableConfig, channels: Sequence[str]) -> dict[str, RawHistory]:
+        """The histories at config: what is new since the history held for
+        its thread, with it; the whole when none is held or the service
+        refuses the held one's checkpoint (not an ancestor)."""
+        key, checkpoint_id, chans = _held_key(config, channels)
+        held = self._held.known(key, checkpoint_id, chans)
+        if held is not None and held[0] == checkpoint_id:
+            return {ch: held[1][ch] for ch in chans}
+        try:
+            raw = self._delta(config, chans, held)
+        except InvalidRequestError:
+            if held is None:
+                raise
+            self._held.forget(key)
+            raw = self._delta(config, chans)
+        self._held.keep(key, checkpoint_id, raw)
+        return raw
+
+    async def _aheld_delta(
+        self, config: RunnableConfig, channels: Sequence[str]
+    ) -> dict[str, RawHistory]:
+        key, checkpoint_id, chans = _held_key(config, channels)
+        held = self._held.known(key, checkpoint_id, chans)
+        if held is not None and held[0] == checkpoint_id:
+            return {ch: held[1][ch] for ch in chans}
+        try:
+            raw = await self._adelta(config, chans, held)
+        except InvalidRequestError:
+            if held is None:
+                raise
+            self._held.forget(key)
+            raw = await self._adelta(config, chans)
+        self._held.keep(key, checkpoint_id, raw)
+        return raw
+
+
+def _held_key(
+    config: RunnableConfig, channels: Sequence[str]
+) -> tuple[tuple[str, str], str, list[str]]:
+    conf = config["configurable"]
+    key = (str(conf["thread_id"]), conf.get("checkpoint_ns") or "")
+    return key, get_checkpoint_id(config) or "", [str(ch) for ch in channels]

@@ -11,6 +11,7 @@ from typing import Any
 
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from saver_client._held import Held
 from saver_client._listing import Listings
 from saver_client._transport import Transport
 from saver_client._wire import Call
@@ -21,6 +22,8 @@ class Core:
     _transport: Transport
     # What the last list calls read, for delta histories (see _listing).
     _listings: Listings
+    # The last delta history per thread, for the next (see _held).
+    _held: Held
 
     def _send(self, call: Call) -> Any:
         return self._transport.request(call.method, call.path, body=call.body, params=call.params)

@@ -36,6 +36,7 @@ class MaintenanceCalls(Core):
             self._send(wire.delete_thread_call(thread_id))
         finally:
             self._listings.clear()
+            self._held.drop_threads([thread_id])
 
     async def adelete_thread(self, thread_id: str) -> None:
         """Async `delete_thread`."""
@@ -43,6 +44,7 @@ class MaintenanceCalls(Core):
             await self._asend(wire.delete_thread_call(thread_id))
         finally:
             self._listings.clear()
+            self._held.drop_threads([thread_id])
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Delete the checkpoints (and their writes) whose metadata run_id is in run_ids."""
@@ -51,6 +53,7 @@ class MaintenanceCalls(Core):
                 self._send(call)
             finally:
                 self._listings.clear()
+                self._held.clear()
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Async `delete_for_runs`."""
@@ -59,6 +62,7 @@ class MaintenanceCalls(Core):
                 await self._asend(call)
             finally:
                 self._listings.clear()
+                self._held.clear()
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Copy a thread with ids and parent links unchanged.
@@ -69,6 +73,7 @@ class MaintenanceCalls(Core):
             self._send(wire.copy_thread_call(source_thread_id, target_thread_id))
         finally:
             self._listings.clear()
+            self._held.drop_threads([target_thread_id])
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Async `copy_thread`."""
@@ -76,6 +81,7 @@ class MaintenanceCalls(Core):
             await self._asend(wire.copy_thread_call(source_thread_id, target_thread_id))
         finally:
             self._listings.clear()
+            self._held.drop_threads([target_thread_id])
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """Keep only the newest checkpoint per namespace ("keep_latest"), or delete all."""
@@ -84,6 +90,7 @@ class MaintenanceCalls(Core):
                 self._send(call)
             finally:
                 self._listings.clear()
+                self._held.drop_threads(thread_ids)
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """Async `prune`."""
@@ -92,6 +99,7 @@ class MaintenanceCalls(Core):
                 await self._asend(call)
             finally:
                 self._listings.clear()
+                self._held.drop_threads(thread_ids)
 
     def pin(self, thread_id: str, checkpoint_id: str, checkpoint_ns: str = "") -> None:
         """Make a checkpoint, its channel values and its writes never expire."""

@@ -362,14 +362,18 @@ class Search:
         return taken
 
 
-def delta_call(config: RunnableConfig, channels: Sequence[str], checkpoint_id: str) -> Call:
+def delta_call(
+    config: RunnableConfig, channels: Sequence[str], checkpoint_id: str, known: str | None = None
+) -> Call:
     conf = config["configurable"]
-    body = {
+    body: dict[str, Any] = {
         "checkpoint_ns": conf.get("checkpoint_ns") or "",
         "checkpoint_id": checkpoint_id,
         "channels": [str(ch) for ch in channels],
         "paged": True,
     }
+    if known:
+        body["known"] = known
     return Call("POST", thread_path(conf["thread_id"], "/delta-history"), body=body)
 
 
@@ -381,10 +385,23 @@ class DeltaPages:
     the ancestor whose own history comes before its writes; the next call
     asks for it there. The pages put together are the whole history, kept on
     the wire (`raw`) until `result` decodes it.
+
+    With `held`, the histories at `known`, an ancestor of the target, the
+    service stops there: a channel whose `next` is `known` has its held
+    history before the pages' writes.
     """
 
-    def __init__(self, config: RunnableConfig, channels: Sequence[str]):
+    def __init__(
+        self,
+        config: RunnableConfig,
+        channels: Sequence[str],
+        known: str | None = None,
+        held: Mapping[str, RawHistory] | None = None,
+    ):
         self._config = config
+        self._known = known if held is not None else None
+        self._held = held or {}
+        self._spliced: set[str] = set()
         self._channels = [str(ch) for ch in channels]
         self._target = get_checkpoint_id(config) or ""
         self._seen: set[str] = set()
@@ -397,7 +414,7 @@ class DeltaPages:
         """The next request, or None once the history is whole."""
         if not self._channels:
             return None
-        return delta_call(self._config, self._channels, self._target)
+        return delta_call(self._config, self._channels, self._target, self._known)
 
     def take(self, wire: Any) -> None:
         """Take one answer: its writes come before those taken so far."""
@@ -413,7 +430,9 @@ class DeltaPages:
                 self._pages[ch].append(writes)
                 self._seeds[ch] = entry.get("seed")
                 nxt = entry.get("next")
-                if nxt:
+                if nxt and nxt == self._known:
+                    self._spliced.add(ch)
+                elif nxt:
                     if not isinstance(nxt, str) or (target is not None and nxt != target):
                         raise BadResponseError(
                             "bad_response", f"delta history page goes on at {nxt!r}"
@@ -431,10 +450,15 @@ class DeltaPages:
 
     def raw(self) -> dict[str, RawHistory]:
         """The whole history of each channel, on the wire."""
-        return {
-            ch: RawHistory([w for page in reversed(pages) for w in page], self._seeds.get(ch))
-            for ch, pages in self._pages.items()
-        }
+        out = {}
+        for ch, pages in self._pages.items():
+            writes = [w for page in reversed(pages) for w in page]
+            if ch in self._spliced:
+                held = self._held[ch]
+                out[ch] = RawHistory(held.writes + writes, held.seed)
+            else:
+                out[ch] = RawHistory(writes, self._seeds.get(ch))
+        return out
 
 
 @dataclass(frozen=True)

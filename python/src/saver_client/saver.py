@@ -13,6 +13,7 @@ from saver_client._client import URL_ENV as URL_ENV
 from saver_client._client import ServiceClient, make_transport
 from saver_client._http import Timeout
 from saver_client._ledger_calls import LedgerCalls
+from saver_client._held import Held
 from saver_client._listing import Listings
 from saver_client._maintenance_calls import MaintenanceCalls
 from saver_client._transport import RetryPolicy
@@ -93,6 +94,7 @@ class HTTPSaver(
         self.scope = check_scope(scope)
         self.detect_conflicts = bool(detect_conflicts)
         self._listings = Listings()
+        self._held = Held()
         self._transport = make_transport(
             type(self).__name__, url, api_key=api_key, headers=headers, timeout=timeout, retry=retry
         )
