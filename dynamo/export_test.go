@@ -24,7 +24,7 @@ func CheckpointItemKey(tenant, threadID, ns, id string) map[string]types.Attribu
 // its live checkpoints and writes make, each as its index sort key mapped
 // to the entry and expiry, and whether the thread has a live marker.
 func (s *Store) TreeIndex(ctx context.Context, tenant, threadID string) (got, want map[string]string, marked bool, err error) {
-	entries, exps, marker, err := s.readIndex(ctx, partitionKey(tenant, threadID))
+	st, err := s.readIndex(ctx, partitionKey(tenant, threadID))
 	if err != nil {
 		return nil, nil, false, err
 	}
@@ -39,7 +39,7 @@ func (s *Store) TreeIndex(ctx context.Context, tenant, threadID string) (got, wa
 		}
 		return m
 	}
-	return show(entries, exps), show(items, iexps), marker != nil, nil
+	return show(st.entries, st.exps), show(items, iexps), st.marker != nil, nil
 }
 
 // ScanNodes returns the thread's nodes read from its checkpoints and

@@ -35,10 +35,16 @@ func TestStoreOffloadEverything(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) saver.Store { return st.Store })
 }
 
-// TestTree runs the tree contract on the shared table.
+// TestTree runs the tree contract on the shared table, once more with
+// every tree query packing the index into pages (treepage.go).
 func TestTree(t *testing.T) {
 	st := localstack.MustStore(t)
 	storetest.RunTree(t, func(t *testing.T) storetest.TreeStore { return st.Store })
+	t.Run("PackAt1", func(t *testing.T) {
+		s := withClock(st.Store, st.Store.Now)
+		s.TreePackAt = 1
+		storetest.RunTree(t, func(t *testing.T) storetest.TreeStore { return s })
+	})
 }
 
 // TestLedger runs the ledger contract on the shared table, each subtest on
@@ -64,6 +70,13 @@ func TestExpiryContract(t *testing.T) {
 	st := localstack.MustStore(t)
 	storetest.RunExpiry(t, func(t *testing.T, now func() time.Time) storetest.ExpiryStore {
 		return withClock(st.Store, now)
+	})
+	t.Run("PackAt1", func(t *testing.T) { // every tree query packs the index (treepage.go)
+		storetest.RunExpiry(t, func(t *testing.T, now func() time.Time) storetest.ExpiryStore {
+			s := withClock(st.Store, now)
+			s.TreePackAt = 1
+			return s
+		})
 	})
 }
 
