@@ -3,6 +3,7 @@ package dynamo
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -51,3 +52,19 @@ func (s *Store) ScanNodes(ctx context.Context, tenant, threadID string) ([]saver
 
 // IndexKeyPrefix starts the sort key of every tree index item.
 const IndexKeyPrefix = kindIndex
+
+// TreeItems counts the thread's tree index items: singles (the marker
+// apart) and pages, listed or not.
+func (s *Store) TreeItems(ctx context.Context, tenant, threadID string) (singles, pages int, err error) {
+	items, err := s.prefixItems(ctx, partitionKey(tenant, threadID), indexMarkerKey)
+	for _, it := range items {
+		switch sk := getS(it, attrSK); {
+		case sk == indexMarkerKey:
+		case strings.HasPrefix(sk, pagePrefix):
+			pages++
+		default:
+			singles++
+		}
+	}
+	return singles, pages, err
+}

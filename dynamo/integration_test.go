@@ -244,8 +244,9 @@ func TestRequestCounts(t *testing.T) {
 			}
 		}},
 		// The first tree query of a thread reads its checkpoints and writes
-		// too, finds its index whole and puts the marker.
-		{"ListNodesFirst", requests{"Query": 2, "PutItem": 1}, func(t *testing.T) {
+		// too, finds its index whole and puts the marker (an update, which
+		// keeps the pages a marker lists: treepage.go).
+		{"ListNodesFirst", requests{"Query": 2, "UpdateItem": 1}, func(t *testing.T) {
 			nodes := storetest.MustListNodes(t, s, ref.Tenant, ref.ThreadID)
 			if len(nodes) != 9 || !nodes[7].HasError || nodes[6].HasError {
 				t.Fatalf("nodes %+v, want 9 with an error on 0007", nodes)
@@ -257,8 +258,10 @@ func TestRequestCounts(t *testing.T) {
 				t.Fatalf("nodes %+v, want 9 with an error on 0007", nodes)
 			}
 		}},
-		// One page of the thread, its 292 items 25 a request, as DeleteThread.
-		{"CopyThread", requests{"Query": 1, "BatchWriteItem": 12}, func(t *testing.T) {
+		// One page of the thread, its 292 items 25 a request, as
+		// DeleteThread, and before the marker goes a GetItem of it: no pack
+		// or deletion changed the pages meanwhile (treepage.go).
+		{"CopyThread", requests{"Query": 1, "BatchWriteItem": 12, "GetItem": 1}, func(t *testing.T) {
 			if err := s.CopyThread(t.Context(), ref.Tenant, ref.ThreadID, ref.ThreadID+"-copy"); err != nil {
 				t.Fatal(err)
 			}
@@ -266,9 +269,10 @@ func TestRequestCounts(t *testing.T) {
 		// 9 checkpoints, 10 bundles and 2 error writes, 5+5+99+150
 		// blobs: 280 items, and their tree index: 9 nodes, 2 flags and
 		// the marker; 25 a request; first 1 request of the 9 checkpoints'
-		// tombstones, and last 1 Query of what raced the deletion
-		// (tombstone.go).
-		{"DeleteThread", requests{"Query": 2, "BatchWriteItem": 13}, func(t *testing.T) {
+		// tombstones, then 1 Query of what raced the deletion
+		// (tombstone.go), and last 1 Query of the tree index pages a pack
+		// listed meanwhile (treepage.go).
+		{"DeleteThread", requests{"Query": 3, "BatchWriteItem": 13}, func(t *testing.T) {
 			if err := s.DeleteThread(t.Context(), ref.Tenant, ref.ThreadID); err != nil {
 				t.Fatal(err)
 			}

@@ -266,7 +266,7 @@ func TestTreeIndexOldLayout(t *testing.T) {
 	}
 
 	cold := dynamo.NewStore(st.DB, s.Table())
-	mustCount(t, st, requests{"Query": 2, "TransactWriteItems": 1, "PutItem": 1}, func() {
+	mustCount(t, st, requests{"Query": 2, "TransactWriteItems": 1, "UpdateItem": 1}, func() {
 		storetest.MustEqualNodes(t, cold, ref.Tenant, ref.ThreadID, want)
 	})
 	mustIndexAgree(t, cold, ref)
