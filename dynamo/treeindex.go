@@ -209,7 +209,7 @@ func (s *Store) readIndex(ctx context.Context, pk string) (*treeState, error) {
 	}
 	project(&in.ProjectionExpression, &in.ExpressionAttributeNames, indexAttrs)
 	st := &treeState{found: map[string][]pageEntry{}}
-	all := map[string]bool{} // sort keys of singles, live or not
+	st.shadows = map[entryKey]bool{}
 	var (
 		pages []item
 		derr  error
@@ -238,7 +238,7 @@ func (s *Store) readIndex(ctx context.Context, pk string) (*treeState, error) {
 				}
 				continue
 			}
-			all[e.sk()] = true
+			st.shadows[keyOfEntry(e)] = true
 			if s.expired(exp) {
 				continue
 			}
@@ -267,15 +267,26 @@ func (s *Store) readIndex(ctx context.Context, pk string) (*treeState, error) {
 			}
 		}
 	}
-	s.merge(st, all)
+	s.merge(st)
 	return st, nil
 }
 
 // nodesOf returns the nodes of a thread's live index entries: the flags
 // of a checkpoint that has no node are passed over.
 func nodesOf(threadID string, entries []*indexEntry) []saver.Node {
-	nodes := []saver.Node{}
-	at := map[[2]string]int{}
+	flags := map[[2]string]int64{} // errorIdx | interruptIdx bits, by node
+	n := 0
+	for _, e := range entries {
+		switch {
+		case e.Idx == 0:
+			n++
+		case e.Idx == errorIdx:
+			flags[[2]string{e.NS, e.ID}] |= 1
+		case e.Idx == interruptIdx:
+			flags[[2]string{e.NS, e.ID}] |= 2
+		}
+	}
+	nodes := make([]saver.Node, 0, n)
 	for _, e := range entries {
 		if e.Idx != 0 {
 			continue
@@ -284,18 +295,10 @@ func nodesOf(threadID string, entries []*indexEntry) []saver.Node {
 		if len(e.Parents) > 0 {
 			n.Parents = e.Parents
 		}
-		at[[2]string{e.NS, e.ID}] = len(nodes)
-		nodes = append(nodes, n)
-	}
-	for _, e := range entries {
-		i, ok := at[[2]string{e.NS, e.ID}]
-		switch {
-		case !ok:
-		case e.Idx == errorIdx:
-			nodes[i].HasError = true
-		case e.Idx == interruptIdx:
-			nodes[i].HasInterrupt = true
+		if f := flags[[2]string{e.NS, e.ID}]; f != 0 {
+			n.HasError, n.HasInterrupt = f&1 != 0, f&2 != 0
 		}
+		nodes = append(nodes, n)
 	}
 	return nodes
 }
