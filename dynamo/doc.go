@@ -19,6 +19,7 @@
 //	    n!<ns>!<checkpoint id>!                          tree index: node
 //	    n!<ns>!<checkpoint id>!w!<task id>!<idx>!        tree index: an error or interrupt
 //	    n!                                               tree index: marker
+//	    n!#P!<page id>!                                  tree index: a page
 //
 // Each part is escaped so that it never holds the separator "!": bytes up
 // to "#" become "#" and two hex digits. The escape keeps byte order, and "!"
@@ -56,7 +57,11 @@
 //	index       node: the node fields (or a flag's write, or the marker)
 //	            msgpacked, read by tree queries instead of the checkpoints
 //	            and writes; written with the item it stands for, same
-//	            expiry (see treeindex.go)
+//	            expiry (see treeindex.go). A page (page id in pid) holds
+//	            the entries of up to 300 KB of packed index items with
+//	            their expiries in page, and expires with the last of them;
+//	            the marker lists the live pages in pages and counts their
+//	            changes in pv (see treepage.go)
 //	blob        channel, version, value (payload); a patch on earlier
 //	            versions has chain, hash and patch (the payload) in place of
 //	            value (see patched.go)
@@ -217,14 +222,20 @@
 //	                root) + S3 GetObject per offloaded seed or write; a
 //	                parent whose id sorts above its child's (never in
 //	                LangGraph) falls back to one get_tuple per ancestor
-//	list_nodes      1 Query per 1 MB page of the thread's tree index
-//	                (about 6,500 checkpoints: 2 for 10,000, TestListNodes-
-//	                LongThread), every tree route. The first of a thread
+//	list_nodes      1 Query per 1 MB page of the thread's tree index,
+//	                every tree route: its singles (fewer than 1,000 once
+//	                packed) and pages of about 100 bytes an entry (10,000
+//	                checkpoints: 1 Query of 4 items, TestListNodes-
+//	                LongThread). A query that finds 1,000 singles packs
+//	                them: 1 BatchWriteItem of the pages, 1 UpdateItem of
+//	                the marker, 1 TransactWriteItems per 100 singles
+//	                deleted (about 2 write units a checkpoint, once). The
+//	                first of a thread
 //	                without its marker (written before the index, or its
 //	                copy cut off) reads its checkpoints and writes as well
 //	                (1 Query per 1 MB page, projected) and puts the missing
 //	                index items (1 TransactWriteItems per 50) and the
-//	                marker (1 PutItem); a query that finds a checkpoint
+//	                marker (1 UpdateItem); a query that finds a checkpoint
 //	                outliving the marker puts it again (about once per
 //	                lifetime)
 //	delete_thread   1 Query per 1 MB page + 1 BatchWriteItem per 25
@@ -232,17 +243,22 @@
 //	                tree index items included; then 1 Query per 1 MB page
 //	                of what raced the deletion (tombstone.go), and per pass
 //	                that finds some, its tombstones and deletions (with
-//	                their index items) and 1 Query more
+//	                their index items) and 1 Query more; last 1 Query of
+//	                the pages a pack listed meanwhile, and their deletion
 //	prune           keep_latest: the thread read whole (1 Query per 1 MB
 //	                page), then BatchWriteItems of what goes: all but the
 //	                latest checkpoint of each namespace and its saver.Chain
 //	                (the ancestors its DeltaChannels need), with their writes
-//	                and blobs (chain.go)
+//	                and blobs (chain.go); before and after, the tree
+//	                index pages: 1 GetItem of the marker, 1 BatchGetItem of
+//	                its pages, the pages holding what goes rewritten and 1
+//	                UpdateItem of the marker (treepage.go)
 //	delete_for_runs a Scan of the tenant's checkpoints (run_id filtered),
 //	                the thread read whole per thread concerned (to refuse
 //	                severing a chain), then per checkpoint 1 Query + 1
 //	                BatchWriteItem of its tombstone + 1 per 25 items; then
-//	                per thread what raced it, as delete_thread
+//	                per thread what raced it, as delete_thread; per thread,
+//	                before and after, the tree index pages as prune
 //	claim           1 UpdateItem, granted or not (a failed condition returns
 //	                the record); + 1 PutItem when the key's record expired
 //	                and DynamoDB has not deleted it yet

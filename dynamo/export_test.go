@@ -3,6 +3,7 @@ package dynamo
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -24,7 +25,7 @@ func CheckpointItemKey(tenant, threadID, ns, id string) map[string]types.Attribu
 // its live checkpoints and writes make, each as its index sort key mapped
 // to the entry and expiry, and whether the thread has a live marker.
 func (s *Store) TreeIndex(ctx context.Context, tenant, threadID string) (got, want map[string]string, marked bool, err error) {
-	entries, exps, marker, err := s.readIndex(ctx, partitionKey(tenant, threadID))
+	st, err := s.readIndex(ctx, partitionKey(tenant, threadID))
 	if err != nil {
 		return nil, nil, false, err
 	}
@@ -39,7 +40,7 @@ func (s *Store) TreeIndex(ctx context.Context, tenant, threadID string) (got, wa
 		}
 		return m
 	}
-	return show(entries, exps), show(items, iexps), marker != nil, nil
+	return show(st.entries, st.exps), show(items, iexps), st.marker != nil, nil
 }
 
 // ScanNodes returns the thread's nodes read from its checkpoints and
@@ -51,3 +52,19 @@ func (s *Store) ScanNodes(ctx context.Context, tenant, threadID string) ([]saver
 
 // IndexKeyPrefix starts the sort key of every tree index item.
 const IndexKeyPrefix = kindIndex
+
+// TreeItems counts the thread's tree index items: singles (the marker
+// apart) and pages, listed or not.
+func (s *Store) TreeItems(ctx context.Context, tenant, threadID string) (singles, pages int, err error) {
+	items, err := s.prefixItems(ctx, partitionKey(tenant, threadID), indexMarkerKey)
+	for _, it := range items {
+		switch sk := getS(it, attrSK); {
+		case sk == indexMarkerKey:
+		case strings.HasPrefix(sk, pagePrefix):
+			pages++
+		default:
+			singles++
+		}
+	}
+	return singles, pages, err
+}

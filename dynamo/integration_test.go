@@ -35,10 +35,16 @@ func TestStoreOffloadEverything(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) saver.Store { return st.Store })
 }
 
-// TestTree runs the tree contract on the shared table.
+// TestTree runs the tree contract on the shared table, once more with
+// every tree query packing the index into pages (treepage.go).
 func TestTree(t *testing.T) {
 	st := localstack.MustStore(t)
 	storetest.RunTree(t, func(t *testing.T) storetest.TreeStore { return st.Store })
+	t.Run("PackAt1", func(t *testing.T) {
+		s := withClock(st.Store, st.Store.Now)
+		s.TreePackAt = 1
+		storetest.RunTree(t, func(t *testing.T) storetest.TreeStore { return s })
+	})
 }
 
 // TestLedger runs the ledger contract on the shared table, each subtest on
@@ -64,6 +70,13 @@ func TestExpiryContract(t *testing.T) {
 	st := localstack.MustStore(t)
 	storetest.RunExpiry(t, func(t *testing.T, now func() time.Time) storetest.ExpiryStore {
 		return withClock(st.Store, now)
+	})
+	t.Run("PackAt1", func(t *testing.T) { // every tree query packs the index (treepage.go)
+		storetest.RunExpiry(t, func(t *testing.T, now func() time.Time) storetest.ExpiryStore {
+			s := withClock(st.Store, now)
+			s.TreePackAt = 1
+			return s
+		})
 	})
 }
 
@@ -231,8 +244,9 @@ func TestRequestCounts(t *testing.T) {
 			}
 		}},
 		// The first tree query of a thread reads its checkpoints and writes
-		// too, finds its index whole and puts the marker.
-		{"ListNodesFirst", requests{"Query": 2, "PutItem": 1}, func(t *testing.T) {
+		// too, finds its index whole and puts the marker (an update, which
+		// keeps the pages a marker lists: treepage.go).
+		{"ListNodesFirst", requests{"Query": 2, "UpdateItem": 1}, func(t *testing.T) {
 			nodes := storetest.MustListNodes(t, s, ref.Tenant, ref.ThreadID)
 			if len(nodes) != 9 || !nodes[7].HasError || nodes[6].HasError {
 				t.Fatalf("nodes %+v, want 9 with an error on 0007", nodes)
@@ -244,8 +258,10 @@ func TestRequestCounts(t *testing.T) {
 				t.Fatalf("nodes %+v, want 9 with an error on 0007", nodes)
 			}
 		}},
-		// One page of the thread, its 292 items 25 a request, as DeleteThread.
-		{"CopyThread", requests{"Query": 1, "BatchWriteItem": 12}, func(t *testing.T) {
+		// One page of the thread, its 292 items 25 a request, as
+		// DeleteThread, and before the marker goes a GetItem of it: no pack
+		// or deletion changed the pages meanwhile (treepage.go).
+		{"CopyThread", requests{"Query": 1, "BatchWriteItem": 12, "GetItem": 1}, func(t *testing.T) {
 			if err := s.CopyThread(t.Context(), ref.Tenant, ref.ThreadID, ref.ThreadID+"-copy"); err != nil {
 				t.Fatal(err)
 			}
@@ -253,9 +269,10 @@ func TestRequestCounts(t *testing.T) {
 		// 9 checkpoints, 10 bundles and 2 error writes, 5+5+99+150
 		// blobs: 280 items, and their tree index: 9 nodes, 2 flags and
 		// the marker; 25 a request; first 1 request of the 9 checkpoints'
-		// tombstones, and last 1 Query of what raced the deletion
-		// (tombstone.go).
-		{"DeleteThread", requests{"Query": 2, "BatchWriteItem": 13}, func(t *testing.T) {
+		// tombstones, then 1 Query of what raced the deletion
+		// (tombstone.go), and last 1 Query of the tree index pages a pack
+		// listed meanwhile (treepage.go).
+		{"DeleteThread", requests{"Query": 3, "BatchWriteItem": 13}, func(t *testing.T) {
 			if err := s.DeleteThread(t.Context(), ref.Tenant, ref.ThreadID); err != nil {
 				t.Fatal(err)
 			}

@@ -39,19 +39,36 @@ func (s *Store) ListNodes(ctx context.Context, tenant, threadID string) ([]saver
 
 func (s *Store) listNodes(ctx context.Context, tenant, threadID string) ([]saver.Node, error) {
 	pk := partitionKey(tenant, threadID)
-	entries, exps, marker, err := s.readIndex(ctx, pk)
+	st, err := s.readIndex(ctx, pk)
 	if err != nil {
 		return nil, err
 	}
-	if marker == nil {
-		return s.buildIndex(ctx, tenant, threadID, entries)
+	if st.marker == nil {
+		have := make([]*indexEntry, len(st.singles))
+		for i, sg := range st.singles {
+			have[i] = sg.e
+		}
+		return s.buildIndex(ctx, tenant, threadID, have)
 	}
-	if m := *marker; m != 0 && outlives(exps, m) {
-		if err := s.putMarker(ctx, pk, s.markerExpiry(exps)); err != nil {
+	if m := *st.marker; m != 0 && outlives(st.exps, m) {
+		if err := s.putMarker(ctx, pk, s.markerExpiry(st.exps), false); err != nil {
 			return nil, err
 		}
 	}
-	return nodesOf(threadID, entries), nil
+	if len(st.singles) >= s.treePackAt() {
+		if err := s.pack(ctx, pk, st); err != nil {
+			return nil, err
+		}
+	}
+	return nodesOf(threadID, st.entries), nil
+}
+
+// treePackAt is the number of singles at which a tree query packs them.
+func (s *Store) treePackAt() int {
+	if s.TreePackAt > 0 {
+		return s.TreePackAt
+	}
+	return DefaultTreePackAt
 }
 
 // outlives reports whether an entry expiring at one of exps outlives the

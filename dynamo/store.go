@@ -72,6 +72,10 @@ type Store struct {
 	// writes to what it deleted (see saver's tombstone.go, tombstone.go).
 	// NewStore sets saver.DefaultTombstoneLifetime.
 	TombstoneLifetime time.Duration
+	// TreePackAt is the number of single tree index items at which a tree
+	// query packs them into pages (treepage.go); 0 is DefaultTreePackAt.
+	// Tests lower it so that every path goes through pages.
+	TreePackAt int
 
 	db     DynamoAPI
 	table  *awsx.Table

@@ -95,6 +95,9 @@ func (s *Store) DeleteThread(ctx context.Context, tenant, threadID string) error
 	if err == nil {
 		err = s.buryStragglers(ctx, pk, buried, nil, nil)
 	}
+	if err == nil { // those a pack listed after items were read (treepage.go)
+		err = s.deleteAllPages(ctx, pk)
+	}
 	if err == nil && s.Offload != nil {
 		err = s.Offload.DeleteThread(ctx, tenant, threadID)
 	}
@@ -154,6 +157,21 @@ func (s *Store) DeleteForRuns(ctx context.Context, tenant string, runIDs []strin
 	if err == nil {
 		present, err = s.checkRunChains(ctx, tenant, found)
 	}
+	// Their tree index entries leave the pages first (treepage.go).
+	doomed := map[string]map[string]bool{} // pk -> checkpoint sort keys
+	for _, cp := range found {
+		pk := getS(cp, attrPK)
+		if doomed[pk] == nil {
+			doomed[pk] = map[string]bool{}
+		}
+		doomed[pk][checkpointKey(getS(cp, attrNS), getS(cp, attrID))] = true
+	}
+	for pk, sks := range doomed {
+		if err != nil {
+			break
+		}
+		_, err = s.dropFromPages(ctx, pk, func(e *indexEntry) bool { return sks[checkpointKey(e.NS, e.ID)] })
+	}
 	buried := map[string]map[string]bool{} // pk -> checkpoint sort keys
 	for _, cp := range found {
 		if err != nil {
@@ -189,6 +207,9 @@ func (s *Store) DeleteForRuns(ctx context.Context, tenant string, runIDs []strin
 			break
 		}
 		err = s.buryStragglers(ctx, pk, sks, runs, present[pk])
+		if err == nil { // and what a pack that raced the deletion listed
+			_, err = s.dropFromPages(ctx, pk, func(e *indexEntry) bool { return sks[checkpointKey(e.NS, e.ID)] })
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("dynamo: delete for runs: %w", err)
@@ -294,7 +315,13 @@ func (c *threadCopy) page(ctx context.Context, items []item, last bool) error {
 	}
 	c.pending = append(c.pending, cps...)
 	if last && c.marker != nil {
-		c.pending = append(c.pending, *c.marker)
+		same, err := c.sameMarker(ctx)
+		if err != nil {
+			return err
+		}
+		if same {
+			c.pending = append(c.pending, *c.marker)
+		}
 	}
 	for len(c.pending) > 0 {
 		n := fullRequest(c.pending)
@@ -317,6 +344,18 @@ func (c *threadCopy) page(ctx context.Context, items []item, last bool) error {
 // full before its 25 puts: 25 large items would be 10 MB, which the SDK
 // holds a few times over while it encodes them.
 const maxCopyBytes = 1 << 20
+
+// sameMarker reports whether src's marker is still the one copied: no pack
+// or deletion changed its pages while the copy read them (treepage.go).
+// Otherwise dst goes without a marker, and its first tree query makes its
+// index whole from its checkpoints.
+func (c *threadCopy) sameMarker(ctx context.Context) (bool, error) {
+	m, err := c.s.table.Get(ctx, item{attrPK: attrS(partitionKey(c.tenant, c.src)), attrSK: attrS(indexMarkerKey)})
+	if err != nil || m == nil {
+		return false, err
+	}
+	return getN(m, attrPageVer) == getN(c.marker.PutRequest.Item, attrPageVer), nil
+}
 
 // fullRequest returns how many of puts, from the first, fill a request:
 // awsx.MaxBatchWrite, or fewer that reach maxCopyBytes; 0 if they do not.
@@ -427,6 +466,17 @@ func (s *Store) keepLatest(ctx context.Context, tenant, threadID string) error {
 		return err
 	}
 	keepIndex(keep)
+	// The pages keep the entries of what is kept (treepage.go), before
+	// and after the deletion.
+	pk := partitionKey(tenant, threadID)
+	gone := func(e *indexEntry) bool { return !keep[indexedKey(e.sk())] }
+	pages, err := s.dropFromPages(ctx, pk, gone)
+	if err != nil {
+		return err
+	}
+	for _, id := range pages {
+		keep[pageKey(id)] = true
+	}
 	var (
 		drop     []item
 		kept     = map[string]bool{}
@@ -446,6 +496,9 @@ func (s *Store) keepLatest(ctx context.Context, tenant, threadID string) error {
 		released = append(released, refs(it)...)
 	}
 	if err := s.deleteItems(ctx, drop); err != nil {
+		return err
+	}
+	if _, err := s.dropFromPages(ctx, pk, gone); err != nil {
 		return err
 	}
 	// Offloaded keys are content-addressed, so a kept item may share one.

@@ -193,24 +193,34 @@ func keepIndex(keep map[string]bool) {
 // isMarker reports whether it is a thread's marker.
 func isMarker(it item) bool { return getS(it, attrSK) == indexMarkerKey }
 
-// indexAttrs are the attributes a tree query reads of the index.
-var indexAttrs = []string{attrNode, attrExpiresAt}
+// indexAttrs are the attributes a tree query reads of the index: a
+// single's entry, a page's id and entries (treepage.go), the marker's pages
+// and their count, and expiries.
+var indexAttrs = []string{attrNode, attrExpiresAt, attrPage, attrPageID, attrPages, attrPageVer}
 
-// readIndex returns the live entries of the thread's index with their
-// expiries, the marker's apart (nil when it has none, or it expired).
-func (s *Store) readIndex(ctx context.Context, pk string) (entries []*indexEntry, exps []int64, marker *int64, err error) {
+// readIndex reads the thread's index: the marker, the singles and the
+// pages in one Query (one request per 1 MB page), merged into the live
+// entries with their expiries (treepage.go). Without a live marker, the
+// entries are the singles alone.
+func (s *Store) readIndex(ctx context.Context, pk string) (*treeState, error) {
 	in := &dynamodb.QueryInput{
 		KeyConditionExpression:    ptr("PK = :pk AND begins_with(SK, :n)"),
 		ExpressionAttributeValues: item{":pk": attrS(pk), ":n": attrS(indexMarkerKey)},
 	}
 	project(&in.ProjectionExpression, &in.ExpressionAttributeNames, indexAttrs)
-	var derr error
-	err = s.table.Query(ctx, in, func(items []item) bool {
+	st := &treeState{found: map[string][]pageEntry{}}
+	st.shadows = map[entryKey]bool{}
+	var (
+		pages []item
+		derr  error
+	)
+	err := s.table.Query(ctx, in, func(items []item) bool {
 		for _, it := range items {
-			exp := getN(it, attrExpiresAt)
-			if s.expired(exp) {
+			if _, ok := it[attrPage]; ok {
+				pages = append(pages, it)
 				continue
 			}
+			exp := getN(it, attrExpiresAt)
 			b, _ := it[attrNode].(*types.AttributeValueMemberB)
 			if b == nil {
 				derr = fmt.Errorf("index item without %s", attrNode)
@@ -222,24 +232,61 @@ func (s *Store) readIndex(ctx context.Context, pk string) (entries []*indexEntry
 				return false
 			}
 			if e.Marker {
-				marker = &exp
+				if !s.expired(exp) {
+					st.marker = &exp
+					st.ver, st.pages = getN(it, attrPageVer), pagesOf(it)
+				}
 				continue
 			}
-			entries, exps = append(entries, e), append(exps, exp)
+			st.shadows[keyOfEntry(e)] = true
+			if s.expired(exp) {
+				continue
+			}
+			st.singles = append(st.singles, single{e: e, exp: exp, node: b.Value})
 		}
 		return true
 	})
 	if err == nil {
 		err = derr
 	}
-	return entries, exps, marker, err
+	if err != nil {
+		return nil, err
+	}
+	if st.marker != nil {
+		listed := make(map[string]bool, len(st.pages))
+		for _, id := range st.pages {
+			listed[id] = true
+		}
+		for _, it := range pages {
+			if id := getS(it, attrPageID); listed[id] {
+				es, err := decodePage(it)
+				if err != nil {
+					return nil, err
+				}
+				st.found[id] = es
+			}
+		}
+	}
+	s.merge(st)
+	return st, nil
 }
 
 // nodesOf returns the nodes of a thread's live index entries: the flags
 // of a checkpoint that has no node are passed over.
 func nodesOf(threadID string, entries []*indexEntry) []saver.Node {
-	nodes := []saver.Node{}
-	at := map[[2]string]int{}
+	flags := map[[2]string]int64{} // errorIdx | interruptIdx bits, by node
+	n := 0
+	for _, e := range entries {
+		switch {
+		case e.Idx == 0:
+			n++
+		case e.Idx == errorIdx:
+			flags[[2]string{e.NS, e.ID}] |= 1
+		case e.Idx == interruptIdx:
+			flags[[2]string{e.NS, e.ID}] |= 2
+		}
+	}
+	nodes := make([]saver.Node, 0, n)
 	for _, e := range entries {
 		if e.Idx != 0 {
 			continue
@@ -248,18 +295,10 @@ func nodesOf(threadID string, entries []*indexEntry) []saver.Node {
 		if len(e.Parents) > 0 {
 			n.Parents = e.Parents
 		}
-		at[[2]string{e.NS, e.ID}] = len(nodes)
-		nodes = append(nodes, n)
-	}
-	for _, e := range entries {
-		i, ok := at[[2]string{e.NS, e.ID}]
-		switch {
-		case !ok:
-		case e.Idx == errorIdx:
-			nodes[i].HasError = true
-		case e.Idx == interruptIdx:
-			nodes[i].HasInterrupt = true
+		if f := flags[[2]string{e.NS, e.ID}]; f != 0 {
+			n.HasError, n.HasInterrupt = f&1 != 0, f&2 != 0
 		}
+		nodes = append(nodes, n)
 	}
 	return nodes
 }
@@ -278,13 +317,30 @@ func (s *Store) markerExpiry(exps []int64) int64 {
 	return saver.NewBlobExpiry(longest, s.Now())
 }
 
-// putMarker puts the thread's marker, expiring at exp.
-func (s *Store) putMarker(ctx context.Context, pk string, exp int64) error {
-	it, err := indexItem(attrS(pk), &indexEntry{Marker: true}, exp)
-	if err == nil {
-		err = s.table.Transact(ctx, []awsx.WriteOp{{Item: it}})
+// putMarker sets the thread's marker to expire at exp, keeping its pages
+// (treepage.go); with dropPages, it lists none and counts the change.
+func (s *Store) putMarker(ctx context.Context, pk string, exp int64, dropPages bool) error {
+	b, err := msgpack.Marshal(&indexEntry{Marker: true})
+	if err != nil {
+		return fmt.Errorf("encode index entry: %w", err)
 	}
-	return err
+	u := awsx.NewExpr("u")
+	set := fmt.Sprintf("%s = %s, %s = %s", u.Name(attrKind), u.Value(attrS(itemIndex)), u.Name(attrNode), u.Value(&types.AttributeValueMemberB{Value: b}))
+	var remove []string
+	if exp != 0 {
+		set += fmt.Sprintf(", %s = %s", u.Name(attrExpiresAt), u.Value(attrN(exp)))
+	} else {
+		remove = append(remove, u.Name(attrExpiresAt))
+	}
+	if dropPages {
+		set += fmt.Sprintf(", %s = if_not_exists(%s, %s) + %s", u.Name(attrPageVer), u.Name(attrPageVer), u.Value(attrN(0)), u.Value(attrN(1)))
+		remove = append(remove, u.Name(attrPages))
+	}
+	u.Text = "SET " + set
+	if len(remove) > 0 {
+		u.Text += " REMOVE " + strings.Join(remove, ", ")
+	}
+	return s.table.Transact(ctx, []awsx.WriteOp{{Item: item{attrPK: attrS(pk), attrSK: attrS(indexMarkerKey)}, Set: u}})
 }
 
 // buildIndex makes the index of a thread whose marker is missing whole,
@@ -330,7 +386,7 @@ func (s *Store) buildIndex(ctx context.Context, tenant, threadID string, have []
 		return nil, err
 	}
 	if len(nodes) > 0 {
-		if err := s.putMarker(ctx, pk, s.markerExpiry(exps)); err != nil {
+		if err := s.putMarker(ctx, pk, s.markerExpiry(exps), true); err != nil {
 			return nil, err
 		}
 	}

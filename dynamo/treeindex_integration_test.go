@@ -65,11 +65,19 @@ func putNode(t *testing.T, s saver.Store, ref saver.CheckpointRef, id, parent, r
 // (puts in two namespaces with forks, errors, interrupts and ordinary
 // writes, writes ahead of their checkpoint, set_expiry, delete_for_runs,
 // copy_thread, prune, expiry) and checks after each that the tree index
-// agrees with the items.
+// agrees with the items; once as puts leave the index, once with every
+// tree query packing it into pages (treepage.go).
 func TestTreeIndexFollowsChanges(t *testing.T) {
+	for _, packAt := range []int{0, 1} {
+		t.Run(fmt.Sprintf("PackAt%d", packAt), func(t *testing.T) { treeIndexFollowsChanges(t, packAt) })
+	}
+}
+
+func treeIndexFollowsChanges(t *testing.T, packAt int) {
 	st := localstack.MustStore(t)
 	clock := storetest.NewClock()
 	s := withClock(st.Store, clock.Now)
+	s.TreePackAt = packAt
 	ref := storetest.NewRef()
 	sub := ref
 	sub.NS = "child:1"
@@ -258,7 +266,7 @@ func TestTreeIndexOldLayout(t *testing.T) {
 	}
 
 	cold := dynamo.NewStore(st.DB, s.Table())
-	mustCount(t, st, requests{"Query": 2, "TransactWriteItems": 1, "PutItem": 1}, func() {
+	mustCount(t, st, requests{"Query": 2, "TransactWriteItems": 1, "UpdateItem": 1}, func() {
 		storetest.MustEqualNodes(t, cold, ref.Tenant, ref.ThreadID, want)
 	})
 	mustIndexAgree(t, cold, ref)
@@ -276,10 +284,18 @@ func TestTreeIndexOldLayout(t *testing.T) {
 // namespace each and in a shared one, with errors and a delete_for_runs,
 // while a third reads its tree, which builds the index of a thread whose
 // first checkpoints were written before it: the index agrees with the
-// items at the end.
+// items at the end; once more with every tree query packing the index
+// into pages.
 func TestTreeIndexReplicas(t *testing.T) {
+	for _, packAt := range []int{0, 1} {
+		t.Run(fmt.Sprintf("PackAt%d", packAt), func(t *testing.T) { treeIndexReplicas(t, packAt) })
+	}
+}
+
+func treeIndexReplicas(t *testing.T, packAt int) {
 	st := localstack.MustStore(t)
-	a, b, reader := st.Store, dynamo.NewStore(st.DB, st.Store.Table()), dynamo.NewStore(st.DB, st.Store.Table())
+	a, b, reader := withClock(st.Store, st.Store.Now), dynamo.NewStore(st.DB, st.Store.Table()), dynamo.NewStore(st.DB, st.Store.Table())
+	a.TreePackAt, b.TreePackAt, reader.TreePackAt = packAt, packAt, packAt
 	ref := storetest.NewRef()
 	for i := range 20 {
 		putNode(t, a, ref, fmt.Sprintf("0000-%02d", i), "", "old", 0)
@@ -350,10 +366,18 @@ func (b *beforeTombstones) BatchWriteItem(ctx context.Context, in *dynamodb.Batc
 // (stored after the deletion read the thread, before its tombstones) are
 // deleted by its straggler pass with their tree index items, so that the
 // index still agrees with the items (delete_for_runs, whose thread keeps
-// its marker) and the thread has no index left (delete_thread).
+// its marker) and the thread has no index left (delete_thread); once more
+// with every tree query packing the index into pages.
 func TestTreeIndexStragglers(t *testing.T) {
+	for _, packAt := range []int{0, 1} {
+		t.Run(fmt.Sprintf("PackAt%d", packAt), func(t *testing.T) { treeIndexStragglers(t, packAt) })
+	}
+}
+
+func treeIndexStragglers(t *testing.T, packAt int) {
 	st := localstack.MustStore(t)
-	late := st.Store // another replica, unaware of the deletion
+	late := withClock(st.Store, st.Store.Now) // another replica, unaware of the deletion
+	late.TreePackAt = packAt
 	straggle := func(ref saver.CheckpointRef, parent, run string) func() {
 		return func() {
 			putNode(t, late, ref, "0009", parent, run, 0)
@@ -366,6 +390,7 @@ func TestTreeIndexStragglers(t *testing.T) {
 		putNode(t, late, ref, "0002", "0001", "r2", 0)
 		mustIndexAgree(t, late, ref) // and the marker
 		s := dynamo.NewStore(&beforeTombstones{DynamoAPI: st.DB, hook: straggle(ref, "0002", "r2")}, st.Store.Table())
+		s.TreePackAt = packAt
 		if err := s.DeleteForRuns(t.Context(), ref.Tenant, []string{"r2"}); err != nil {
 			t.Fatal(err)
 		}
@@ -380,6 +405,7 @@ func TestTreeIndexStragglers(t *testing.T) {
 		putNode(t, late, ref, "0001", "", "r1", 0)
 		mustIndexAgree(t, late, ref)
 		s := dynamo.NewStore(&beforeTombstones{DynamoAPI: st.DB, hook: straggle(ref, "0001", "r1")}, st.Store.Table())
+		s.TreePackAt = packAt
 		if err := s.DeleteThread(t.Context(), ref.Tenant, ref.ThreadID); err != nil {
 			t.Fatal(err)
 		}
