@@ -412,6 +412,8 @@ func pebbleOptions(logger *slog.Logger, create bool) *pebble.Options {
 		Logger:           pebbleLogger{logger},
 		MemTableSize:     pebbleMemTable,
 		CacheSize:        pebbleCache,
+		// Pebble preallocates 110 % of a memtable for each log.
+		FS: walFillFS{FS: vfs.Default, size: pebbleMemTable + pebbleMemTable/10},
 	}
 	// Blocks stay uncompressed: tree queries and listings read every
 	// checkpoint record of a thread, and decompressing them cost more than
