@@ -60,7 +60,7 @@ func (s *Store) PutCheckpoint(ctx context.Context, in saver.PutCheckpoint) error
 		// Checked in the put's own transaction: a deletion's tombstone is
 		// laid in the transaction that deletes, so no put slips between.
 		var err error
-		if moved, err = refusePut(tx, &in, now); moved != nil || err != nil {
+		if moved, err = s.refusePut(tx, &in, now); moved != nil || err != nil {
 			return err // write nothing, as below
 		}
 		if in.ExpectHead != nil && !skipHeadCheck {

@@ -177,6 +177,9 @@ type Store struct {
 	writes *groupCommit
 	full   atomic.Bool           // a write failed for want of space, and none has succeeded since (space.go)
 	damage atomic.Pointer[error] // the first corruption a read met (damage.go)
+	// stones is set while the store may hold a tombstone (tombstone.go):
+	// at Open if it holds one, and before any deletion lays one.
+	stones atomic.Bool
 	// backingUp is set while a backup runs (backup.go): one at a time.
 	backingUp atomic.Bool
 	// scanHook, when set (by tests), runs inside DeleteForRuns's scan.
@@ -272,6 +275,10 @@ func Open(path string, opts ...Option) (*Store, error) {
 		return nil, err
 	}
 	s.writes = &groupCommit{db: s.db, max: s.MaxBatchSize}
+	if err := s.findStones(); err != nil {
+		s.db.Close()
+		return nil, fmt.Errorf("bolt: open %s: %w", path, err)
+	}
 	if err := s.indexTree(context.Background()); err != nil {
 		s.db.Close()
 		return nil, fmt.Errorf("bolt: open %s: %w", path, err)

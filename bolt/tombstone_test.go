@@ -134,3 +134,56 @@ func tombstones(t *testing.T, s *Store) int {
 	}
 	return n
 }
+
+// TestTombstonesAcrossOpen checks that a store that skips the tombstone
+// lookup while it holds none still refuses late puts and writes after a
+// deletion, and after it is opened again with the tombstones in it; and
+// that a store opened with none skips the lookup again.
+func TestTombstonesAcrossOpen(t *testing.T) {
+	for _, engine := range []string{EnginePebble, EngineBolt} {
+		t.Run(engine, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "saver.db")
+			open := func() *Store {
+				t.Helper()
+				s, err := Open(path, WithEngine(engine), WithLogger(slog.New(slog.DiscardHandler)))
+				if err != nil {
+					t.Fatalf("Open: %v", err)
+				}
+				return s
+			}
+			s := open()
+			if s.stones.Load() {
+				t.Fatal("a new store says it may hold tombstones")
+			}
+			ref := storetest.NewRef()
+			ids := putChain(t, s, ref, 2, "run-1")
+			if err := s.DeleteThread(t.Context(), ref.Tenant, ref.ThreadID); err != nil {
+				t.Fatalf("DeleteThread: %v", err)
+			}
+			late := storetest.NewCheckpoint(ref, "6late")
+			late.ParentID = ids[1]
+			gone := storetest.NewCheckpoint(ref, ids[1])
+			write := storetest.NewWrite("task", 0, "ch", "late")
+			check := func(when string) {
+				t.Helper()
+				storetest.MustGone(t, "PutCheckpoint of a child "+when, s.PutCheckpoint(t.Context(), late))
+				storetest.MustGone(t, "PutCheckpoint again "+when, s.PutCheckpoint(t.Context(), gone))
+				storetest.MustGone(t, "PutWrites "+when, s.PutWrites(t.Context(), saver.PutWrites{CheckpointRef: gone.CheckpointRef, Writes: []saver.Write{write}}))
+			}
+			check("after the deletion")
+			s.Close()
+			s = open()
+			check("after Open")
+			s.Close()
+
+			fresh := filepath.Join(t.TempDir(), "fresh.db")
+			path = fresh
+			s = open()
+			defer s.Close()
+			storetest.MustPutCheckpoint(t, s, storetest.NewCheckpoint(storetest.NewRef(), "1"))
+			if s.stones.Load() {
+				t.Fatal("a store that never deleted says it may hold tombstones")
+			}
+		})
+	}
+}

@@ -39,7 +39,7 @@ func (s *Store) PutWrites(ctx context.Context, in saver.PutWrites) error {
 	var gone error // the tombstone the last run of the function found
 	err := s.update(ctx, "put writes", func(tx kvTx) error {
 		now := s.Now()
-		ok, err := buried(tx, checkpointKey(in.CheckpointRef), now)
+		ok, err := s.mayBeBuried(tx, checkpointKey(in.CheckpointRef), now)
 		if gone = nil; ok || err != nil {
 			// Write nothing, yet let the shared transaction commit.
 			gone = saver.CheckpointDeleted(in.CheckpointRef, saver.RoleWritesOwner)

@@ -10,6 +10,10 @@
 //	profserve -store null -addr-file A -pprof-addr-file P
 //	profserve -store dynamodb -table T -bucket B -addr-file A -pprof-addr-file P
 //
+// -mutex-fraction and -block-rate turn on the mutex and block profiles
+// (/debug/pprof/mutex and /debug/pprof/block), off by default as they cost
+// a little on every contended lock and blocking operation.
+//
 // Endpoints for dynamodb come from the standard AWS environment, as for
 // `saver serve`. It serves until SIGINT or SIGTERM.
 package main
@@ -26,6 +30,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"syscall"
 
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -45,7 +50,11 @@ func main() {
 	bucket := flag.String("bucket", "", "S3 bucket for offload (must exist)")
 	addrFile := flag.String("addr-file", "", "write the API address here")
 	pprofFile := flag.String("pprof-addr-file", "", "write the pprof address here")
+	mutexFraction := flag.Int("mutex-fraction", 0, "sample 1/n of mutex contention events (runtime.SetMutexProfileFraction); 0 off")
+	blockRate := flag.Int("block-rate", 0, "sample a blocking event per n ns blocked (runtime.SetBlockProfileRate); 0 off")
 	flag.Parse()
+	runtime.SetMutexProfileFraction(*mutexFraction)
+	runtime.SetBlockProfileRate(*blockRate)
 	if err := run(*store, *db, *table, *bucket, *addrFile, *pprofFile); err != nil {
 		fmt.Fprintln(os.Stderr, "profserve:", err)
 		os.Exit(1)
