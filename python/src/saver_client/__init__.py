@@ -1,8 +1,8 @@
 """A LangGraph checkpoint saver and store backed by the saver HTTP service.
 
 from saver_client import HTTPSaver, HTTPStore
-graph = builder.compile(checkpointer=HTTPSaver("http://127.0.0.1:8080"),
-                        store=HTTPStore("http://127.0.0.1:8080"))
+graph = builder.compile(checkpointer=HTTPSaver("http://127.0.0.1:7878"),
+                        store=HTTPStore("http://127.0.0.1:7878"))
 """
 
 from saver_client._http import Timeout

@@ -48,7 +48,7 @@ class HTTPSaver(
     manager, or call `close()` / `aclose()`, to release connections.
 
     Args:
-        url: Base URL of the service, e.g. `http://127.0.0.1:8080`. Defaults to
+        url: Base URL of the service, e.g. `http://127.0.0.1:7878`. Defaults to
             the `SAVER_URL` environment variable. An https URL is verified
             against the system's certificate authorities, or those of the
             bundle `SSL_CERT_FILE` names.
