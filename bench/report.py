@@ -260,6 +260,7 @@ STORE_RATIOS = [
 STORE_OPS = {
     "get": "get",
     "put": "put (an update, one vector)",
+    "put_plain": "put (an update, items without vectors)",
     "search_filter": "search, filtered to 10 items",
     "search_query": "search, semantic (top 10)",
     "search_filter_plain": "search, filtered to 10 items, items without vectors",

@@ -38,7 +38,7 @@ STORES = {
 # The stores that search by vector (PostgresStore would need pgvector).
 INDEXED = ("ours", "ours_bolt", "ours_dynamo", "memory", "sqlite")
 
-OPS = ("get", "put", "search_filter", "search_query", "search_filter_plain")
+OPS = ("get", "put", "put_plain", "search_filter", "search_query", "search_filter_plain")
 
 
 class Vectors:
@@ -190,6 +190,11 @@ def op_calls(store: Any, name: str, ns: tuple[str, ...], size: int, n: int, seed
     def put(i: int) -> None:
         store.put(ns, f"k{keys[i]}", puts[i])
 
+    def put_plain(i: int) -> None:
+        # The same update in the namespace whose items have no vectors: the
+        # put PostgresStore makes here (it has no index), like for like.
+        store.put(plain(ns), f"k{keys[i]}", puts[i], index=False)
+
     def search_filter(i: int) -> None:
         got = store.search(ns, filter={"tag": f"t{tags[i]}"}, limit=10)
         if len(got) != min(10, size // TAGS_PER_NS):
@@ -205,7 +210,7 @@ def op_calls(store: Any, name: str, ns: tuple[str, ...], size: int, n: int, seed
         if len(got) != min(10, size // TAGS_PER_NS):
             raise RuntimeError(f"{name}: filtered search returned {len(got)} items")
 
-    calls = {"get": get, "put": put, "search_filter": search_filter, "search_filter_plain": search_filter_plain}
+    calls = {"get": get, "put": put, "put_plain": put_plain, "search_filter": search_filter, "search_filter_plain": search_filter_plain}
     if name in INDEXED:
         calls["search_query"] = search_query
     return calls
@@ -218,7 +223,7 @@ def store_round(stores: dict[str, Any], ns: dict[str, tuple[str, ...]], size: in
     per = {name: op_calls(s, name, ns[name], size, max(n_point, n_search), seed) for name, s in stores.items()}
     out: dict[str, dict[str, dict[str, float]]] = {name: {} for name in stores}
     for op in ops:
-        n = n_point if op in ("get", "put") else n_search
+        n = n_point if op in ("get", "put", "put_plain") else n_search
         calls = {name: c[op] for name, c in per.items() if op in c}
         for name, samples in interleaved(calls, n, budget_s).items():
             out[name][op] = stats(samples)
