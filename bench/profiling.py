@@ -343,7 +343,7 @@ def profile_store_op(args: argparse.Namespace, url: str, paddr: str, out: Path) 
     ns = ("users", f"prof-{int(time.time())}", "memories")
     t0 = time.perf_counter()
     st.fill(store, ns, 0, args.items, 1)
-    if args.store_op == "search_filter_plain":
+    if args.store_op in ("search_filter_plain", "put_plain"):
         st.fill(store, st.plain(ns), 0, args.items, 1, index=False)
     log(f"filled {args.items:,} items in {time.perf_counter() - t0:.1f}s")
     result: dict[str, bytes] = {}
