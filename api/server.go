@@ -16,6 +16,7 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 
 	"github.com/saver-dev/saver"
+	"github.com/saver-dev/saver/tree"
 	"github.com/saver-dev/saver/ttl"
 )
 
@@ -68,6 +69,9 @@ type Pinger interface {
 type Capabilities struct {
 	// Tree serves the tree routes and the /ui page's tree view.
 	Tree saver.TreeStore
+	// Trees, when set, gives those routes the thread's tree already built
+	// (a store that keeps them); without it they build it from Tree's nodes.
+	Trees TreeSource
 	// Ledger serves the idempotency routes.
 	Ledger saver.Ledger
 	// Items serves the Store (LangGraph's BaseStore) route and the /ui
@@ -84,6 +88,12 @@ type Capabilities struct {
 	// Without it a put with expected_head is refused (400), never stored
 	// without its condition.
 	HeadGuard bool
+}
+
+// TreeSource returns a thread's tree built, with no node for an unknown
+// thread. The tree may be shared with other requests: it is read-only.
+type TreeSource interface {
+	Tree(ctx context.Context, tenant, threadID string) (*tree.Tree, error)
 }
 
 // Observer receives what the API observes, for metrics. Route is the pattern

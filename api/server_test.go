@@ -42,7 +42,7 @@ func MustMockServer(tb testing.TB, m *mock.Store) *api.Server {
 
 // boltCapabilities wires the embedded store as cmd/saver does.
 func boltCapabilities(st *bolt.Store) api.Capabilities {
-	return api.Capabilities{Tree: st, Ledger: st, Expirer: st, Items: st, Pinger: st, Backup: st, HeadGuard: true}
+	return api.Capabilities{Tree: st, Trees: st, Ledger: st, Expirer: st, Items: st, Pinger: st, Backup: st, HeadGuard: true}
 }
 
 // do sends one request through the whole echo stack.

@@ -31,14 +31,21 @@ func (s *Server) loadTree(c echo.Context, allowed ...string) (*tree.Tree, string
 	if err := onlyParams(c, allowed...); err != nil {
 		return nil, "", err
 	}
-	nodes, err := s.Tree.ListNodes(c.Request().Context(), s.tenant(c), tid)
+	var t *tree.Tree
+	if s.Trees != nil {
+		t, err = s.Trees.Tree(c.Request().Context(), s.tenant(c), tid)
+	} else {
+		var nodes []saver.Node
+		nodes, err = s.Tree.ListNodes(c.Request().Context(), s.tenant(c), tid)
+		t = tree.Build(nodes)
+	}
 	if err != nil {
 		return nil, "", err
 	}
-	if len(nodes) == 0 {
+	if t.Len() == 0 {
 		return nil, "", saver.ThreadNotFound(tid)
 	}
-	return tree.Build(nodes), tid, nil
+	return t, tid, nil
 }
 
 // onlyParams refuses query parameters other than the allowed ones, so a typo
@@ -84,9 +91,9 @@ func node(c echo.Context, t *tree.Tree, tid string) (*tree.Node, error) {
 }
 
 type treeResponse struct {
-	ThreadID string       `json:"thread_id" msgpack:"thread_id"`
-	Head     *tree.Entry  `json:"head" msgpack:"head"`
-	Nodes    []tree.Entry `json:"nodes" msgpack:"nodes"`
+	ThreadID string      `json:"thread_id" msgpack:"thread_id"`
+	Head     *tree.Entry `json:"head" msgpack:"head"`
+	Nodes    entryList   `json:"nodes" msgpack:"nodes"`
 }
 
 func (s *Server) handleTree(c echo.Context) error {
@@ -103,7 +110,7 @@ func (s *Server) handleTree(c echo.Context) error {
 }
 
 type nodesResponse struct {
-	Nodes []tree.Entry `json:"nodes" msgpack:"nodes"`
+	Nodes entryList `json:"nodes" msgpack:"nodes"`
 }
 
 func nodes(c echo.Context, ns []*tree.Node) error {

@@ -48,7 +48,8 @@ func rawPut(t *testing.T, s *Store, name, k []byte, v any) {
 	if err != nil {
 		t.Fatalf("Marshal: %v", err)
 	}
-	if err := s.db.Update(func(tx kvTx) error { return tx.Bucket(name).Put(k, b) }); err != nil {
+	// Through the store's one write path, which keeps its tree cache true.
+	if err := s.writes.do(func(tx kvTx) error { return tx.Bucket(name).Put(k, b) }); err != nil {
 		t.Fatalf("Update: %v", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/saver-dev/saver"
+	"github.com/saver-dev/saver/tree"
 )
 
 var _ saver.TreeStore = (*Store)(nil)
@@ -19,12 +20,38 @@ var (
 )
 
 // ListNodes returns every live checkpoint of the thread as a node, from the
-// thread's tree index alone: no checkpoint or write record is read.
+// thread's tree index alone: no checkpoint or write record is read. The
+// index of a thread read lately comes from the tree cache (treecache.go).
 func (s *Store) ListNodes(ctx context.Context, tenant, threadID string) ([]saver.Node, error) {
+	t, err := s.thread(ctx, tenant, threadID)
+	if err != nil {
+		return nil, err
+	}
+	return t.live(s.Now()), nil
+}
+
+// Tree returns the thread's tree: ListNodes's nodes built, kept in the tree
+// cache with the thread's index until a write or an expiry changes them.
+// An unknown thread's tree has no node.
+func (s *Store) Tree(ctx context.Context, tenant, threadID string) (*tree.Tree, error) {
+	t, err := s.thread(ctx, tenant, threadID)
+	if err != nil {
+		return nil, err
+	}
+	return t.tree(s.Now()), nil
+}
+
+// thread returns the thread's tree index from the cache, or scanned and
+// kept there (unless a write raced the scan, or it is too large).
+func (s *Store) thread(ctx context.Context, tenant, threadID string) (*cachedThread, error) {
 	prefix := key(tenant, threadID)
-	nodes := []saver.Node{}
+	if t, ok := s.trees.get(prefix); ok {
+		return t, nil
+	}
+	gen := s.trees.gen(prefix)
+	var nodes []cachedNode
 	err := s.view(ctx, "list nodes", func(tx kvTx) error {
-		now := s.Now()
+		nodes = nodes[:0]
 		// last is the key, after prefix, of nodes' last element: the node
 		// the flags that follow belong to.
 		var last []byte
@@ -39,19 +66,16 @@ func (s *Store) ListNodes(ctx context.Context, tenant, threadID string) ([]saver
 				return err
 			}
 			if len(tail) == 0 {
-				node := saver.Node{ThreadID: threadID, NS: ns, ID: id}
-				exp, err := decodeNode(&node, v)
-				if err != nil {
+				c := cachedNode{node: saver.Node{ThreadID: threadID, NS: ns, ID: id}}
+				if c.exp, err = decodeNode(&c.node, v); err != nil {
 					return fmt.Errorf("decode node %s: %w", id, err)
 				}
-				if !saver.Expired(exp, now) {
-					nodes = append(nodes, node)
-					last = append(last[:0], rest...)
-				}
+				nodes = append(nodes, c)
+				last = append(last[:0], rest...)
 				return nil
 			}
 			// A flag: its node is the last one listed, unless that one was
-			// never put or has expired.
+			// never put.
 			if last == nil || !bytes.HasPrefix(rest, last) || len(rest)-len(tail) != len(last) {
 				return nil
 			}
@@ -59,16 +83,16 @@ func (s *Store) ListNodes(ctx context.Context, tenant, threadID string) ([]saver
 			if task < 0 {
 				return errBadKey
 			}
-			ok, err := live(v, now)
-			if !ok {
+			exp, err := recordExpiry(v)
+			if err != nil {
 				return err
 			}
 			n := &nodes[len(nodes)-1]
 			switch idx := tail[task+1:]; {
 			case bytes.Equal(idx, errorIdx):
-				n.HasError = true
+				n.errExp, n.hasErr = laterFlag(n.hasErr, n.errExp, exp), true
 			case bytes.Equal(idx, interruptIdx):
-				n.HasInterrupt = true
+				n.intExp, n.hasInt = laterFlag(n.hasInt, n.intExp, exp), true
 			}
 			return nil
 		})
@@ -76,7 +100,21 @@ func (s *Store) ListNodes(ctx context.Context, tenant, threadID string) ([]saver
 	if err != nil {
 		return nil, err
 	}
-	return nodes, nil
+	if s.treeScanHook != nil {
+		s.treeScanHook()
+	}
+	t := &cachedThread{prefix: string(prefix), nodes: nodes}
+	s.trees.keep(t, gen)
+	return t, nil
+}
+
+// laterFlag is the expiry of a node's flags of one kind once another, of
+// expiry exp, is met: the node shows the flag while any of them lives.
+func laterFlag(had bool, was, exp int64) int64 {
+	if !had {
+		return exp
+	}
+	return saver.Later(was, exp)
 }
 
 // decodeNode reads a checkpoint record's parent link and the metadata

@@ -171,10 +171,15 @@ type Store struct {
 	// writes to what it deleted (see saver's tombstone.go). Default:
 	// saver.DefaultTombstoneLifetime.
 	TombstoneLifetime time.Duration
+	// TreeCacheNodes is how many nodes of the threads read last the tree
+	// cache keeps decoded (treecache.go), over all threads; negative keeps
+	// none. Default: DefaultTreeCacheNodes.
+	TreeCacheNodes int
 
 	path   string
 	db     engine
 	writes *groupCommit
+	trees  *treeCache
 	full   atomic.Bool           // a write failed for want of space, and none has succeeded since (space.go)
 	damage atomic.Pointer[error] // the first corruption a read met (damage.go)
 	// stones is set while the store may hold a tombstone (tombstone.go):
@@ -184,6 +189,9 @@ type Store struct {
 	backingUp atomic.Bool
 	// scanHook, when set (by tests), runs inside DeleteForRuns's scan.
 	scanHook func()
+	// treeScanHook, when set (by tests), runs in ListNodes between its scan
+	// of the tree index and keeping the scan in the tree cache.
+	treeScanHook func()
 	// buryHook, when set (by tests), runs after each transaction that
 	// deletes and tombstones checkpoints has committed.
 	buryHook func()
@@ -208,6 +216,9 @@ func WithEngine(name string) Option { return func(s *Store) { s.Engine = name } 
 
 // WithTombstoneLifetime sets Store.TombstoneLifetime.
 func WithTombstoneLifetime(d time.Duration) Option { return func(s *Store) { s.TombstoneLifetime = d } }
+
+// WithTreeCache sets Store.TreeCacheNodes.
+func WithTreeCache(nodes int) Option { return func(s *Store) { s.TreeCacheNodes = nodes } }
 
 // WithReserve sets Store.ReserveBytes.
 func WithReserve(n uint64) Option { return func(s *Store) { s.ReserveBytes = n } }
@@ -274,7 +285,12 @@ func Open(path string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.writes = &groupCommit{db: s.db, max: s.MaxBatchSize}
+	s.trees = newTreeCache(max(s.TreeCacheNodes, 0))
+	if s.TreeCacheNodes == 0 {
+		s.trees = newTreeCache(DefaultTreeCacheNodes)
+	}
+	// Writes go through nodeWatch, which keeps the tree cache true.
+	s.writes = &groupCommit{db: nodeWatch{engine: s.db, cache: s.trees}, max: s.MaxBatchSize}
 	if err := s.findStones(); err != nil {
 		s.db.Close()
 		return nil, fmt.Errorf("bolt: open %s: %w", path, err)

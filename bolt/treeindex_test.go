@@ -68,10 +68,11 @@ func nodeEntries(t *testing.T, s *Store) map[string]string {
 }
 
 // forgetTreeIndex makes s a store written before the tree index: no entry,
-// no marker.
+// no marker. It writes through the store's one write path, which keeps
+// its tree cache true.
 func forgetTreeIndex(t *testing.T, s *Store) {
 	t.Helper()
-	err := s.db.Update(func(tx kvTx) error {
+	err := s.writes.do(func(tx kvTx) error {
 		if err := deletePrefix(tx.Bucket(bucketNodes), nil); err != nil {
 			return err
 		}

@@ -77,7 +77,7 @@ func run(store, db, table, bucket, addrFile, pprofFile string) error {
 		}
 		defer b.Close()
 		st = b
-		caps = api.Capabilities{Tree: b, Ledger: b, Expirer: b, Items: b, Pinger: b, HeadGuard: true}
+		caps = api.Capabilities{Tree: b, Trees: b, Ledger: b, Expirer: b, Items: b, Pinger: b, HeadGuard: true}
 	case "dynamodb":
 		cfg, err := config.LoadDefaultConfig(ctx)
 		if err != nil {

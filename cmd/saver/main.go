@@ -162,7 +162,7 @@ func (m *Main) operatorKey(keyMap map[string]string) (*api.Keys, error) {
 // boltCapabilities are what the embedded store offers beyond saver.Store:
 // all of them.
 func boltCapabilities(st *bolt.Store) api.Capabilities {
-	return api.Capabilities{Tree: st, Ledger: st, Expirer: st, Items: st, Pinger: st, Backup: st, HeadGuard: true}
+	return api.Capabilities{Tree: st, Trees: st, Ledger: st, Expirer: st, Items: st, Pinger: st, Backup: st, HeadGuard: true}
 }
 
 // openStore opens the configured store with the capabilities it is wired
