@@ -36,7 +36,8 @@ type treeCache struct {
 }
 
 // DefaultTreeCacheNodes is how many nodes the tree cache holds by default,
-// over all threads: ten threads of 10,000 checkpoints, about 20 MB.
+// over all threads: ten threads of 10,000 checkpoints, about 18 MB, 42 MB
+// with their trees built (checkpoint ids of 36 bytes, measured).
 const DefaultTreeCacheNodes = 100_000
 
 type cachedThread struct {
