@@ -217,8 +217,15 @@ func WithEngine(name string) Option { return func(s *Store) { s.Engine = name } 
 // WithTombstoneLifetime sets Store.TombstoneLifetime.
 func WithTombstoneLifetime(d time.Duration) Option { return func(s *Store) { s.TombstoneLifetime = d } }
 
-// WithTreeCache sets Store.TreeCacheNodes.
-func WithTreeCache(nodes int) Option { return func(s *Store) { s.TreeCacheNodes = nodes } }
+// WithTreeCache sets Store.TreeCacheNodes; 0 keeps none.
+func WithTreeCache(nodes int) Option {
+	return func(s *Store) {
+		s.TreeCacheNodes = nodes
+		if nodes == 0 {
+			s.TreeCacheNodes = -1
+		}
+	}
+}
 
 // WithReserve sets Store.ReserveBytes.
 func WithReserve(n uint64) Option { return func(s *Store) { s.ReserveBytes = n } }

@@ -43,7 +43,7 @@ func treeCacheHistory(t *testing.T, engine string, seed uint64) {
 		return s
 	}
 	// The cached store holds 40 nodes at most, so that evictions happen too.
-	cached, plain := open("cached", 40), open("plain", -1)
+	cached, plain := open("cached", 40), open("plain", 0)
 	stores := []*Store{cached, plain}
 	rng := rand.New(rand.NewPCG(seed, 7))
 	const tenant = "t"

@@ -31,6 +31,7 @@ type Config struct {
 	Store           string        // StoreBolt or StoreDynamoDB
 	DBPath          string        // the embedded store: a Pebble directory, or an older bbolt file
 	DiskReserve     uint64        // free disk space the embedded store keeps
+	TreeCacheNodes  int           // nodes of threads read lately the embedded store keeps decoded
 	MaxBodyBytes    int64         // request body cap
 	MaxBodiesBytes  int64         // body bytes all requests hold at once
 	PageSize        int           // tuples per search page
@@ -79,6 +80,7 @@ func DefaultConfig() Config {
 		Store:           StoreBolt,
 		DBPath:          "data/saver.db",
 		DiskReserve:     bolt.DefaultReserveBytes,
+		TreeCacheNodes:  bolt.DefaultTreeCacheNodes,
 		MaxBodyBytes:    api.DefaultMaxBodyBytes,
 		MaxBodiesBytes:  api.DefaultMaxBodiesBytes,
 		PageSize:        100,
@@ -191,6 +193,15 @@ func settings() []envVar {
 			c.DiskReserve = n
 			return nil
 		}, func(c *Config) string { return strconv.FormatUint(c.DiskReserve, 10) })
+	add("SAVER_TREE_CACHE", "tree-cache", "checkpoints of the threads read last whose tree the embedded store keeps in memory, over all threads, for the tree routes (about 420 bytes each with its tree); 0 keeps none",
+		func(c *Config, v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return fmt.Errorf("not a count: %q", v)
+			}
+			c.TreeCacheNodes = n
+			return nil
+		}, func(c *Config) string { return strconv.Itoa(c.TreeCacheNodes) })
 	add("SAVER_MAX_BODY", "max-body", "largest request body in bytes",
 		func(c *Config, v string) error {
 			n, err := strconv.ParseInt(v, 10, 64)

@@ -170,7 +170,8 @@ func boltCapabilities(st *bolt.Store) api.Capabilities {
 func (m *Main) openStore(ctx, bg context.Context, mx *metrics.Metrics) error {
 	switch m.Config.Store {
 	case StoreBolt:
-		st, err := bolt.Open(m.Config.DBPath, bolt.WithLogger(m.Logger), bolt.WithReserve(m.Config.DiskReserve), bolt.WithTombstoneLifetime(m.Config.TombstoneLifetime))
+		st, err := bolt.Open(m.Config.DBPath, bolt.WithLogger(m.Logger), bolt.WithReserve(m.Config.DiskReserve),
+			bolt.WithTombstoneLifetime(m.Config.TombstoneLifetime), bolt.WithTreeCache(m.Config.TreeCacheNodes))
 		if err != nil {
 			return err
 		}
