@@ -10,7 +10,7 @@ import (
 
 	"github.com/saver-dev/saver"
 	"github.com/saver-dev/saver/api"
-	"github.com/saver-dev/saver/bolt"
+	"github.com/saver-dev/saver/embedded"
 	"github.com/saver-dev/saver/storetest"
 	"github.com/saver-dev/saver/ttl"
 )
@@ -20,9 +20,9 @@ import (
 // refreshed on read.
 func MustBoltServer(tb testing.TB, clock *storetest.Clock) *api.Server {
 	tb.Helper()
-	store, err := bolt.Open(filepath.Join(tb.TempDir(), "saver.db"), bolt.WithNow(clock.Now), bolt.WithLogger(slog.New(slog.DiscardHandler)))
+	store, err := embedded.Open(filepath.Join(tb.TempDir(), "saver.db"), embedded.WithNow(clock.Now), embedded.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
-		tb.Fatalf("bolt.Open: %v", err)
+		tb.Fatalf("embedded.Open: %v", err)
 	}
 	tb.Cleanup(func() { store.Close() })
 	s := MustServer(tb, store)

@@ -17,8 +17,8 @@ import (
 
 	"github.com/saver-dev/saver"
 	"github.com/saver-dev/saver/api"
-	"github.com/saver-dev/saver/bolt"
 	"github.com/saver-dev/saver/dynamo"
+	"github.com/saver-dev/saver/embedded"
 )
 
 // countingStore wraps a store as a metrics or tracing decorator would: it
@@ -67,9 +67,9 @@ func sortedRoutes(s *api.Server) []api.Route {
 
 // mustMainWithBolt returns a Main of the default configuration, logging
 // nowhere, and an embedded store in the test's directory.
-func mustMainWithBolt(t *testing.T) (*Main, *bolt.Store) {
+func mustMainWithBolt(t *testing.T) (*Main, *embedded.Store) {
 	t.Helper()
-	st, err := bolt.Open(filepath.Join(t.TempDir(), "s.db"))
+	st, err := embedded.Open(filepath.Join(t.TempDir(), "s.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
