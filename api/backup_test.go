@@ -34,7 +34,7 @@ func backupServer(t *testing.T, tenants, operator map[string]string) (*api.Serve
 	t.Cleanup(func() { st.Close() })
 	storetest.MustPutCheckpoint(t, st, storetest.NewCheckpoint(storetest.NewRef(), "1"))
 	s := MustServer(t, st)
-	s.Capabilities = boltCapabilities(st)
+	s.Capabilities = embeddedCapabilities(st)
 	for _, k := range []struct {
 		m   map[string]string
 		set **api.Keys

@@ -22,7 +22,7 @@ func TestTenantIsolation(t *testing.T) {
 	}
 	defer st.Close()
 	s := MustServer(t, st)
-	s.Capabilities = boltCapabilities(st)
+	s.Capabilities = embeddedCapabilities(st)
 	s.PageSize = 100
 	keys, err := api.NewKeys(map[string]string{keyA: "a", keyB: "b"})
 	if err != nil {

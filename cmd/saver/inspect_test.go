@@ -28,7 +28,7 @@ func inspectFixture(t *testing.T) string {
 	}
 	t.Cleanup(func() { st.Close() })
 	s := api.NewServer(st, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	s.Capabilities = boltCapabilities(st)
+	s.Capabilities = embeddedCapabilities(st)
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
 	post := func(path string, body any) {
@@ -202,7 +202,7 @@ func storeFixture(t *testing.T) (string, string) {
 	}
 	t.Cleanup(func() { st.Close() })
 	s := api.NewServer(st, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	caps := boltCapabilities(st)
+	caps := embeddedCapabilities(st)
 	caps.Items = nil
 	s.Capabilities = caps
 	srv := httptest.NewServer(s.Handler())

@@ -159,9 +159,9 @@ func (m *Main) operatorKey(keyMap map[string]string) (*api.Keys, error) {
 	return k, nil
 }
 
-// boltCapabilities are what the embedded store offers beyond saver.Store:
+// embeddedCapabilities are what the embedded store offers beyond saver.Store:
 // all of them.
-func boltCapabilities(st *embedded.Store) api.Capabilities {
+func embeddedCapabilities(st *embedded.Store) api.Capabilities {
 	return api.Capabilities{Tree: st, Trees: st, Ledger: st, Expirer: st, Items: st, Pinger: st, Backup: st, HeadGuard: true}
 }
 
@@ -175,9 +175,9 @@ func (m *Main) openStore(ctx, bg context.Context, mx *metrics.Metrics) error {
 		if err != nil {
 			return err
 		}
-		m.store, m.caps, m.closer = st, boltCapabilities(st), st
+		m.store, m.caps, m.closer = st, embeddedCapabilities(st), st
 		if m.Config.SweepEvery > 0 {
-			go sweepBolt(bg, st, m.Config.SweepEvery, m.Logger.With("component", "sweeper"), mx)
+			go sweepEmbedded(bg, st, m.Config.SweepEvery, m.Logger.With("component", "sweeper"), mx)
 		}
 	case StoreDynamoDB:
 		st, err := openAWS(ctx, m.Config, m.Logger)

@@ -120,7 +120,7 @@ func TestRun_UnknownCommand(t *testing.T) {
 	}
 }
 
-func TestGC_Bolt(t *testing.T) {
+func TestGC_Embedded(t *testing.T) {
 	var out bytes.Buffer
 	db := filepath.Join(t.TempDir(), "s.db")
 	if err := run(context.Background(), []string{"gc", "-db", db}, func(string) string { return "" }, &out, io.Discard); err != nil {
@@ -130,7 +130,7 @@ func TestGC_Bolt(t *testing.T) {
 		t.Fatalf("gc printed %q", out.String())
 	}
 	if err := run(context.Background(), []string{"init", "-db", db}, func(string) string { return "" }, &out, io.Discard); err == nil {
-		t.Fatal("init on the bolt store should say it is for dynamodb")
+		t.Fatal("init on the embedded store should say it is for dynamodb")
 	}
 }
 

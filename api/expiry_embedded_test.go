@@ -15,10 +15,10 @@ import (
 	"github.com/saver-dev/saver/ttl"
 )
 
-// MustBoltServer returns a server on a bolt store in a new file, both on
+// MustEmbeddedServer returns a server on an embedded store in a new file, both on
 // clock, with session threads by default that live an hour and are
 // refreshed on read.
-func MustBoltServer(tb testing.TB, clock *storetest.Clock) *api.Server {
+func MustEmbeddedServer(tb testing.TB, clock *storetest.Clock) *api.Server {
 	tb.Helper()
 	store, err := embedded.Open(filepath.Join(tb.TempDir(), "saver.db"), embedded.WithNow(clock.Now), embedded.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
@@ -26,7 +26,7 @@ func MustBoltServer(tb testing.TB, clock *storetest.Clock) *api.Server {
 	}
 	tb.Cleanup(func() { store.Close() })
 	s := MustServer(tb, store)
-	s.Capabilities = boltCapabilities(store)
+	s.Capabilities = embeddedCapabilities(store)
 	s.Now = clock.Now
 	s.TTL = ttl.Policy{Default: saver.ScopeSession, Session: time.Hour, RefreshOnRead: true}
 	return s
@@ -90,13 +90,13 @@ func mustBeGone(t *testing.T, s *api.Server, thread string) {
 	}
 }
 
-// TestExpiryBolt runs session threads through the API on a bolt store: one
+// TestExpiryEmbedded runs session threads through the API on an embedded store: one
 // expires an hour after its put, one is pinned, and one is kept alive by
 // being read.
-func TestExpiryBolt(t *testing.T) {
+func TestExpiryEmbedded(t *testing.T) {
 	clock := storetest.NewClock()
 	t0 := clock.Now()
-	s := MustBoltServer(t, clock)
+	s := MustEmbeddedServer(t, clock)
 	for _, thread := range []string{"expires", "pinned", "refreshed"} {
 		putSessionThread(t, s, thread)
 	}
