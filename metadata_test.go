@@ -89,7 +89,7 @@ func TestErrorCode(t *testing.T) {
 		{nil, ""},
 		{saver.Errorf(saver.ENOTFOUND, "x"), saver.ENOTFOUND},
 		{fmt.Errorf("wrap: %w", saver.Errorf(saver.ECONFLICT, "x")), saver.ECONFLICT},
-		{fmt.Errorf("bolt: %w", context.DeadlineExceeded), saver.EUNAVAILABLE},
+		{fmt.Errorf("embedded: %w", context.DeadlineExceeded), saver.EUNAVAILABLE},
 		{context.Canceled, saver.EUNAVAILABLE},
 		{errors.New("boom"), saver.EINTERNAL},
 	}

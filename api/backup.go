@@ -15,7 +15,7 @@ import (
 )
 
 // Backuper is a store that writes a consistent copy of itself, taken while
-// it serves, to w (the embedded store: a tar stream, see bolt.Store.Backup).
+// it serves, to w (the embedded store: a tar stream, see embedded.Store.Backup).
 // Nothing may reach w before the copy is taken, so that an error until then
 // is answered with its status.
 type Backuper interface {

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/saver-dev/saver/api"
-	"github.com/saver-dev/saver/bolt"
+	"github.com/saver-dev/saver/embedded"
 	"github.com/saver-dev/saver/storetest"
 )
 
@@ -25,16 +25,16 @@ const (
 
 // backupServer is a server on a new embedded store with its backup route,
 // with the tenant and operator keys given (nil: none).
-func backupServer(t *testing.T, tenants, operator map[string]string) (*api.Server, *bolt.Store) {
+func backupServer(t *testing.T, tenants, operator map[string]string) (*api.Server, *embedded.Store) {
 	t.Helper()
-	st, err := bolt.Open(filepath.Join(t.TempDir(), "saver.db"), bolt.WithLogger(slog.New(slog.DiscardHandler)))
+	st, err := embedded.Open(filepath.Join(t.TempDir(), "saver.db"), embedded.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
 	storetest.MustPutCheckpoint(t, st, storetest.NewCheckpoint(storetest.NewRef(), "1"))
 	s := MustServer(t, st)
-	s.Capabilities = boltCapabilities(st)
+	s.Capabilities = embeddedCapabilities(st)
 	for _, k := range []struct {
 		m   map[string]string
 		set **api.Keys
@@ -96,7 +96,7 @@ func TestBackupRouteAuthority(t *testing.T) {
 			if ct := rec.Header().Get("Content-Type"); ct != "application/x-tar" {
 				t.Fatalf("Content-Type %q", ct)
 			}
-			if _, err := bolt.ReadBackup(rec.Body, t.TempDir()); err != nil {
+			if _, err := embedded.ReadBackup(rec.Body, t.TempDir()); err != nil {
 				t.Fatalf("the answer is not a whole backup: %v", err)
 			}
 		})
@@ -134,7 +134,7 @@ func TestBackupRouteOutlivesTheRequestTimeout(t *testing.T) {
 	if rec.Code != http.StatusOK {
 		t.Fatalf("%d %s", rec.Code, rec.Body)
 	}
-	if _, err := bolt.ReadBackup(rec.Body, t.TempDir()); err != nil {
+	if _, err := embedded.ReadBackup(rec.Body, t.TempDir()); err != nil {
 		t.Fatalf("the answer is not a whole backup: %v", err)
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/saver-dev/saver"
-	"github.com/saver-dev/saver/bolt"
+	"github.com/saver-dev/saver/embedded"
 	"github.com/saver-dev/saver/storetest"
 )
 
@@ -16,9 +16,9 @@ import (
 // it, its own included, with next naming it, even to a request that is not
 // paged. A known the chain does not reach is refused with 400 naming it.
 func TestDeltaHistoryKnown(t *testing.T) {
-	st, err := bolt.Open(filepath.Join(t.TempDir(), "s.db"))
+	st, err := embedded.Open(filepath.Join(t.TempDir(), "s.db"))
 	if err != nil {
-		t.Fatalf("bolt.Open: %v", err)
+		t.Fatalf("embedded.Open: %v", err)
 	}
 	t.Cleanup(func() { st.Close() })
 	ref := saver.CheckpointRef{Tenant: "default", ThreadID: "t"}

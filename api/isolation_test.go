@@ -9,20 +9,20 @@ import (
 	"testing"
 
 	"github.com/saver-dev/saver/api"
-	"github.com/saver-dev/saver/bolt"
+	"github.com/saver-dev/saver/embedded"
 )
 
 // TestTenantIsolation stores tenant A's data, lets tenant B call every
 // endpoint with A's thread ids, checkpoint ids, run ids and idempotency key,
 // and checks that B never sees A's data and that A's data is unchanged.
 func TestTenantIsolation(t *testing.T) {
-	st, err := bolt.Open(filepath.Join(t.TempDir(), "s.db"))
+	st, err := embedded.Open(filepath.Join(t.TempDir(), "s.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
 	s := MustServer(t, st)
-	s.Capabilities = boltCapabilities(st)
+	s.Capabilities = embeddedCapabilities(st)
 	s.PageSize = 100
 	keys, err := api.NewKeys(map[string]string{keyA: "a", keyB: "b"})
 	if err != nil {

@@ -30,7 +30,7 @@ type storeResults struct {
 }
 
 func TestStoreBatchJSON(t *testing.T) {
-	s := MustBoltServer(t, storetest.NewClock())
+	s := MustEmbeddedServer(t, storetest.NewClock())
 	rec := do(t, s, "POST", "/v1/store/batch", "application/json", []byte(`{"dims": 2, "ops": [
 		{"op": "put", "namespace": ["users", "u1"], "key": "a", "value": {"food": "pizza", "n": 1}, "vectors": [[1, 0]], "ttl": 5},
 		{"op": "put", "namespace": ["users", "u2"], "key": "b", "value": {"food": "sushi", "n": 2}, "vectors": [[0, 1]]}
@@ -71,7 +71,7 @@ func TestStoreBatchJSON(t *testing.T) {
 }
 
 func TestStoreBatchMsgpack(t *testing.T) {
-	s := MustBoltServer(t, storetest.NewClock())
+	s := MustEmbeddedServer(t, storetest.NewClock())
 	body, _ := msgpack.Marshal(map[string]any{"dims": 2, "ops": []map[string]any{
 		{"op": "put", "namespace": []string{"n"}, "key": "k", "value": []byte(`{"x": [1, 2]}`), "vectors": [][]float64{{0.5, 0.25}}},
 	}})
@@ -97,7 +97,7 @@ func TestStoreBatchMsgpack(t *testing.T) {
 // TestStoreBatchInvalid checks that a bad op is a 400 naming it and its
 // field, and that nothing of its batch is stored.
 func TestStoreBatchInvalid(t *testing.T) {
-	s := MustBoltServer(t, storetest.NewClock())
+	s := MustEmbeddedServer(t, storetest.NewClock())
 	tests := []struct{ name, op, inMessage string }{
 		{"EmptyLabel", `{"op": "put", "namespace": ["a", ""], "key": "k", "value": {}}`, "ops[1]: namespace[1]"},
 		{"DotLabel", `{"op": "put", "namespace": ["a.b"], "key": "k", "value": {}}`, "ops[1]: namespace[0]"},
@@ -159,7 +159,7 @@ func (o *opKinds) ObserveItemOp(kind string) {
 // put of null as a delete (in JSON and in msgpack), and a refused batch
 // counts nothing, so the label keeps its five values whatever clients send.
 func TestStoreOpKinds(t *testing.T) {
-	s := MustBoltServer(t, storetest.NewClock())
+	s := MustEmbeddedServer(t, storetest.NewClock())
 	o := &opKinds{labels: labels{seen: map[[2]string]int{}}, kinds: map[string]int{}}
 	s.Observer = o
 	rec := do(t, s, "POST", "/v1/store/batch", "application/json", []byte(`{"ops": [

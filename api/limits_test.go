@@ -273,7 +273,7 @@ func TestMetadataOverTheLimitNotStored(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := MustBoltServer(t, storetest.NewClock())
+			s := MustEmbeddedServer(t, storetest.NewClock())
 			rec := do(t, s, "POST", "/v1/threads/t/checkpoints", tt.ctype, tt.body)
 			if got, want := rec.Code, 413; got != want {
 				t.Fatalf("Code=%d, want %d (body %.300s)", got, want, rec.Body)

@@ -19,7 +19,7 @@ import (
 
 	"github.com/saver-dev/saver"
 	"github.com/saver-dev/saver/api"
-	"github.com/saver-dev/saver/bolt"
+	"github.com/saver-dev/saver/embedded"
 	"github.com/saver-dev/saver/mock"
 	"github.com/saver-dev/saver/storetest"
 )
@@ -30,9 +30,9 @@ import (
 // each about a page, which put together are the whole; an unpaged request
 // for it gets 413, since an older client would take one page for the whole.
 func TestDeltaHistoryPages(t *testing.T) {
-	st, err := bolt.Open(filepath.Join(t.TempDir(), "s.db"))
+	st, err := embedded.Open(filepath.Join(t.TempDir(), "s.db"))
 	if err != nil {
-		t.Fatalf("bolt.Open: %v", err)
+		t.Fatalf("embedded.Open: %v", err)
 	}
 	t.Cleanup(func() { st.Close() })
 	ref := saver.CheckpointRef{Tenant: "default", ThreadID: "t"}

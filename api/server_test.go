@@ -17,7 +17,7 @@ import (
 
 	"github.com/saver-dev/saver"
 	"github.com/saver-dev/saver/api"
-	"github.com/saver-dev/saver/bolt"
+	"github.com/saver-dev/saver/embedded"
 	"github.com/saver-dev/saver/mock"
 )
 
@@ -40,8 +40,8 @@ func MustMockServer(tb testing.TB, m *mock.Store) *api.Server {
 	return s
 }
 
-// boltCapabilities wires the embedded store as cmd/saver does.
-func boltCapabilities(st *bolt.Store) api.Capabilities {
+// embeddedCapabilities wires the embedded store as cmd/saver does.
+func embeddedCapabilities(st *embedded.Store) api.Capabilities {
 	return api.Capabilities{Tree: st, Trees: st, Ledger: st, Expirer: st, Items: st, Pinger: st, Backup: st, HeadGuard: true}
 }
 

@@ -15,5 +15,5 @@
 //
 // The tests build the service from this module; the one that shows the
 // checker can fail builds it with the faulthook tag, which makes the
-// embedded store skip the head's condition (bolt/faulthook_on.go).
+// embedded store skip the head's condition (embedded/faulthook_on.go).
 package lincheck

@@ -29,7 +29,7 @@ import (
 	"time"
 
 	"github.com/saver-dev/saver"
-	"github.com/saver-dev/saver/bolt"
+	"github.com/saver-dev/saver/embedded"
 )
 
 func main() {
@@ -116,7 +116,7 @@ func main() {
 // fill makes a store at db holding size bytes of checkpoints, each with a
 // 256 KiB channel value of random bytes, through the store's API.
 func fill(db string, size int64) error {
-	st, err := bolt.Open(db, bolt.WithLogger(slog.New(slog.DiscardHandler)))
+	st, err := embedded.Open(db, embedded.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,7 @@
 // included, minus the store), and the pprof port also answers /echo with an
 // empty 200 from a bare net/http handler (the HTTP round trip alone).
 //
-//	profserve -store bolt -db F -addr-file A -pprof-addr-file P
+//	profserve -store embedded -db F -addr-file A -pprof-addr-file P
 //	profserve -store null -addr-file A -pprof-addr-file P
 //	profserve -store dynamodb -table T -bucket B -addr-file A -pprof-addr-file P
 //
@@ -37,14 +37,14 @@ import (
 
 	"github.com/saver-dev/saver"
 	"github.com/saver-dev/saver/api"
-	"github.com/saver-dev/saver/bolt"
 	"github.com/saver-dev/saver/dynamo"
+	"github.com/saver-dev/saver/embedded"
 	"github.com/saver-dev/saver/mock"
 	"github.com/saver-dev/saver/s3offload"
 )
 
 func main() {
-	store := flag.String("store", "bolt", "bolt, dynamodb or null")
+	store := flag.String("store", "embedded", "embedded (or bolt, its former name), dynamodb or null")
 	db := flag.String("db", "", "the embedded store (a Pebble directory)")
 	table := flag.String("table", "", "DynamoDB table (created if missing)")
 	bucket := flag.String("bucket", "", "S3 bucket for offload (must exist)")
@@ -70,8 +70,8 @@ func run(store, db, table, bucket, addrFile, pprofFile string) error {
 		caps api.Capabilities // as cmd/saver wires each store
 	)
 	switch store {
-	case "bolt":
-		b, err := bolt.Open(db)
+	case "embedded", "bolt":
+		b, err := embedded.Open(db)
 		if err != nil {
 			return err
 		}

@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/saver-dev/saver/bolt"
+	"github.com/saver-dev/saver/embedded"
 )
 
 const backupUsage = `usage: saver backup [flags] DIR
@@ -143,8 +143,8 @@ func backupLocal(ctx context.Context, path string, logOut io.Writer) (io.ReadClo
 		return nil, fmt.Errorf("backup: no store at %s: %w", path, err) // Open would make one
 	}
 	logger := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	st, err := bolt.Open(path, bolt.WithLogger(logger), bolt.WithTimeout(time.Second))
-	if errors.Is(err, bolt.ErrLocked) {
+	st, err := embedded.Open(path, embedded.WithLogger(logger), embedded.WithTimeout(time.Second))
+	if errors.Is(err, embedded.ErrLocked) {
 		return nil, fmt.Errorf("backup: %w; a running service holds the store: back it up through the service (-url)", err)
 	}
 	if err != nil {
@@ -160,7 +160,7 @@ func backupLocal(ctx context.Context, path string, logOut io.Writer) (io.ReadClo
 
 // receiveBackup reads the stream into a temporary folder beside dir, then
 // renames it to dir: dir holds a whole backup or nothing.
-func receiveBackup(r io.Reader, dir string) (*bolt.BackupManifest, error) {
+func receiveBackup(r io.Reader, dir string) (*embedded.BackupManifest, error) {
 	parent := filepath.Dir(dir)
 	if err := os.MkdirAll(parent, 0o750); err != nil {
 		return nil, fmt.Errorf("backup: %w", err)
@@ -169,7 +169,7 @@ func receiveBackup(r io.Reader, dir string) (*bolt.BackupManifest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("backup: %w", err)
 	}
-	m, err := bolt.ReadBackup(r, tmp)
+	m, err := embedded.ReadBackup(r, tmp)
 	if err == nil {
 		err = os.Remove(dir) // empty, or absent (emptyTarget)
 		if errors.Is(err, fs.ErrNotExist) {
@@ -206,8 +206,8 @@ func restore(ctx context.Context, in invocation) error {
 	}
 	path, src := filepath.Clean(*db), filepath.Clean(args[0])
 	// A bbolt store's backup holds its file.
-	if _, err := os.Stat(filepath.Join(src, bolt.BoltBackupName)); err == nil {
-		src = filepath.Join(src, bolt.BoltBackupName)
+	if _, err := os.Stat(filepath.Join(src, embedded.BoltBackupName)); err == nil {
+		src = filepath.Join(src, embedded.BoltBackupName)
 	}
 	if _, err := os.Stat(src); err != nil {
 		return fmt.Errorf("restore: %w", err)
@@ -235,7 +235,7 @@ func restore(ctx context.Context, in invocation) error {
 	if err := copyStore(src, copyPath); err != nil {
 		return fmt.Errorf("restore: copy %s: %w", src, err)
 	}
-	st, err := bolt.Open(copyPath, bolt.WithLogger(logger))
+	st, err := embedded.Open(copyPath, embedded.WithLogger(logger))
 	if err != nil {
 		return fmt.Errorf("restore: %s is not a store that opens: %w", src, err)
 	}
@@ -251,8 +251,8 @@ func restore(ctx context.Context, in invocation) error {
 	if exists {
 		// Never move a store a service holds; one that does not open
 		// (damaged: a reason to restore) is moved aside all the same.
-		old, err := bolt.Open(path, bolt.WithLogger(logger), bolt.WithTimeout(time.Second))
-		if errors.Is(err, bolt.ErrLocked) {
+		old, err := embedded.Open(path, embedded.WithLogger(logger), embedded.WithTimeout(time.Second))
+		if errors.Is(err, embedded.ErrLocked) {
 			return fmt.Errorf("restore: %w: stop the service before restoring", err)
 		}
 		if err == nil {

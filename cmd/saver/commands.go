@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/saver-dev/saver/bolt"
+	"github.com/saver-dev/saver/embedded"
 )
 
 // invocation is one command line: its arguments after the command, the
@@ -102,8 +102,8 @@ func gc(ctx context.Context, in invocation) error {
 	if err != nil {
 		return err
 	}
-	if m.Config.Store == StoreBolt {
-		st, err := bolt.Open(m.Config.DBPath, bolt.WithLogger(m.Logger), bolt.WithReserve(m.Config.DiskReserve), bolt.WithTombstoneLifetime(m.Config.TombstoneLifetime))
+	if m.Config.Store == StoreEmbedded {
+		st, err := embedded.Open(m.Config.DBPath, embedded.WithLogger(m.Logger), embedded.WithReserve(m.Config.DiskReserve), embedded.WithTombstoneLifetime(m.Config.TombstoneLifetime))
 		if err != nil {
 			return err
 		}
@@ -145,10 +145,10 @@ func migrate(ctx context.Context, in invocation) error {
 	if err != nil {
 		return err
 	}
-	if m.Config.Store != StoreBolt {
-		return errors.New("migrate moves an embedded store (SAVER_STORE=bolt) from a bbolt file to Pebble")
+	if m.Config.Store != StoreEmbedded {
+		return errors.New("migrate moves an embedded store (SAVER_STORE=embedded) from a bbolt file to Pebble")
 	}
-	n, err := bolt.Migrate(ctx, m.Config.DBPath, m.Logger)
+	n, err := embedded.Migrate(ctx, m.Config.DBPath, m.Logger)
 	if err != nil {
 		return err
 	}

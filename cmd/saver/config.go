@@ -12,14 +12,17 @@ import (
 
 	"github.com/saver-dev/saver"
 	"github.com/saver-dev/saver/api"
-	"github.com/saver-dev/saver/bolt"
 	"github.com/saver-dev/saver/dynamo"
+	"github.com/saver-dev/saver/embedded"
 	"github.com/saver-dev/saver/ttl"
 )
 
 // Store kinds selectable with SAVER_STORE or -store.
 const (
-	StoreBolt     = "bolt"
+	StoreEmbedded = "embedded"
+	// storeBolt is the embedded store's name before it was named for what
+	// it is; still accepted, read as StoreEmbedded.
+	storeBolt     = "bolt"
 	StoreDynamoDB = "dynamodb"
 )
 
@@ -28,7 +31,7 @@ const (
 type Config struct {
 	Addr            string        // listen address
 	AddrFile        string        // if set, the bound host:port is written here once listening
-	Store           string        // StoreBolt or StoreDynamoDB
+	Store           string        // StoreEmbedded or StoreDynamoDB
 	DBPath          string        // the embedded store: a Pebble directory, or an older bbolt file
 	DiskReserve     uint64        // free disk space the embedded store keeps
 	TreeCacheNodes  int           // nodes of threads read lately the embedded store keeps decoded
@@ -77,10 +80,10 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		Addr:            "127.0.0.1:7878",
-		Store:           StoreBolt,
+		Store:           StoreEmbedded,
 		DBPath:          "data/saver.db",
-		DiskReserve:     bolt.DefaultReserveBytes,
-		TreeCacheNodes:  bolt.DefaultTreeCacheNodes,
+		DiskReserve:     embedded.DefaultReserveBytes,
+		TreeCacheNodes:  embedded.DefaultTreeCacheNodes,
 		MaxBodyBytes:    api.DefaultMaxBodyBytes,
 		MaxBodiesBytes:  api.DefaultMaxBodiesBytes,
 		PageSize:        100,
@@ -180,8 +183,14 @@ func settings() []envVar {
 	add("SAVER_ADDR", "addr", "listen address (host:port; port 0 picks a free one)", s, g)
 	s, g = str(func(c *Config) *string { return &c.AddrFile })
 	add("SAVER_ADDR_FILE", "addr-file", "write the bound host:port to this file once listening", s, g)
-	s, g = str(func(c *Config) *string { return &c.Store })
-	add("SAVER_STORE", "store", "store: bolt (embedded file) or dynamodb", s, g)
+	add("SAVER_STORE", "store", "store: embedded (a directory on this machine; bolt, its former name, is read as embedded) or dynamodb",
+		func(c *Config, v string) error {
+			c.Store = v
+			if v == storeBolt {
+				c.Store = StoreEmbedded
+			}
+			return nil
+		}, func(c *Config) string { return c.Store })
 	s, g = str(func(c *Config) *string { return &c.DBPath })
 	add("SAVER_DB", "db", "path of the embedded store: a directory (Pebble) for a new store; a bbolt file made by an earlier release keeps opening (saver migrate moves it)", s, g)
 	add("SAVER_DISK_RESERVE", "disk-reserve", "free disk space in bytes a Pebble store keeps: writes are answered 503 (disk full) rather than take it",
@@ -363,7 +372,7 @@ func settings() []envVar {
 			return nil
 		}, func(c *Config) string { return strconv.FormatBool(c.Init) })
 	s, g = dur(func(c *Config) *time.Duration { return &c.SweepEvery })
-	add("SAVER_SWEEP_EVERY", "sweep-every", "sweep in the background this often (S3 orphans on dynamodb, expired items on bolt); 0s: never (use saver gc)", s, g)
+	add("SAVER_SWEEP_EVERY", "sweep-every", "sweep in the background this often (S3 orphans on dynamodb, expired items on the embedded store); 0s: never (use saver gc)", s, g)
 	s, g = dur(func(c *Config) *time.Duration { return &c.SweepGrace })
 	add("SAVER_SWEEP_GRACE", "sweep-grace", "age an unreferenced S3 object must reach before the sweeper removes it", s, g)
 	add("SAVER_TOMBSTONE_TTL", "tombstone-ttl", "how long a deletion (delete_thread, delete_for_runs, prune delete) refuses, with 410 gone, a late put whose parent or id, or put_writes whose checkpoint, it deleted; then such a write is stored as new. Longer than a run may go on after its thread is deleted",
@@ -431,9 +440,9 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("addr %q: %w", c.Addr, err))
 	}
 	switch c.Store {
-	case StoreBolt:
+	case StoreEmbedded:
 		if c.DBPath == "" {
-			errs = append(errs, errors.New("db: a path is required for the bolt store"))
+			errs = append(errs, errors.New("db: a path is required for the embedded store"))
 		}
 	case StoreDynamoDB:
 		if c.Table == "" {
@@ -447,7 +456,7 @@ func (c *Config) Validate() error {
 			errs = append(errs, errors.New("sweep-grace must be at least 1m"))
 		}
 	default:
-		errs = append(errs, fmt.Errorf("store %q: use %s or %s", c.Store, StoreBolt, StoreDynamoDB))
+		errs = append(errs, fmt.Errorf("store %q: use %s or %s", c.Store, StoreEmbedded, StoreDynamoDB))
 	}
 	if c.MaxBodyBytes < 1024 {
 		errs = append(errs, fmt.Errorf("max-body %d: must be at least 1024", c.MaxBodyBytes))

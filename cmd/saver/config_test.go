@@ -22,7 +22,7 @@ func TestConfigFromEnv(t *testing.T) {
 		wantErr string
 	}{
 		{"Defaults", nil, nil, func(c Config) bool {
-			return c.Addr == "127.0.0.1:7878" && c.Store == StoreBolt && c.DBPath == "data/saver.db"
+			return c.Addr == "127.0.0.1:7878" && c.Store == StoreEmbedded && c.DBPath == "data/saver.db"
 		}, ""},
 		{"EnvOverrides", map[string]string{"SAVER_ADDR": "127.0.0.1:0", "SAVER_DB": "x.db", "SAVER_REQUEST_TIMEOUT": "5s"}, nil,
 			func(c Config) bool {

@@ -15,20 +15,20 @@ import (
 	"testing"
 
 	"github.com/saver-dev/saver/api"
-	"github.com/saver-dev/saver/bolt"
+	"github.com/saver-dev/saver/embedded"
 )
 
 // inspectFixture serves a real store with one forked thread: c1 → c2 (failed,
 // abandoned) and c1 → c3 → c4 (live).
 func inspectFixture(t *testing.T) string {
 	t.Helper()
-	st, err := bolt.Open(filepath.Join(t.TempDir(), "s.db"))
+	st, err := embedded.Open(filepath.Join(t.TempDir(), "s.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
 	s := api.NewServer(st, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	s.Capabilities = boltCapabilities(st)
+	s.Capabilities = embeddedCapabilities(st)
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
 	post := func(path string, body any) {
@@ -196,13 +196,13 @@ func storeFixture(t *testing.T) (string, string) {
 	if resp.StatusCode != 200 {
 		t.Fatalf("put items: %d", resp.StatusCode)
 	}
-	st, err := bolt.Open(filepath.Join(t.TempDir(), "s.db"))
+	st, err := embedded.Open(filepath.Join(t.TempDir(), "s.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
 	s := api.NewServer(st, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	caps := boltCapabilities(st)
+	caps := embeddedCapabilities(st)
 	caps.Items = nil
 	s.Capabilities = caps
 	srv := httptest.NewServer(s.Handler())

@@ -27,7 +27,7 @@ import (
 
 	"github.com/saver-dev/saver"
 	"github.com/saver-dev/saver/api"
-	"github.com/saver-dev/saver/bolt"
+	"github.com/saver-dev/saver/embedded"
 	"github.com/saver-dev/saver/metrics"
 )
 
@@ -159,9 +159,9 @@ func (m *Main) operatorKey(keyMap map[string]string) (*api.Keys, error) {
 	return k, nil
 }
 
-// boltCapabilities are what the embedded store offers beyond saver.Store:
+// embeddedCapabilities are what the embedded store offers beyond saver.Store:
 // all of them.
-func boltCapabilities(st *bolt.Store) api.Capabilities {
+func embeddedCapabilities(st *embedded.Store) api.Capabilities {
 	return api.Capabilities{Tree: st, Trees: st, Ledger: st, Expirer: st, Items: st, Pinger: st, Backup: st, HeadGuard: true}
 }
 
@@ -169,15 +169,15 @@ func boltCapabilities(st *bolt.Store) api.Capabilities {
 // with, and starts its background work on bg.
 func (m *Main) openStore(ctx, bg context.Context, mx *metrics.Metrics) error {
 	switch m.Config.Store {
-	case StoreBolt:
-		st, err := bolt.Open(m.Config.DBPath, bolt.WithLogger(m.Logger), bolt.WithReserve(m.Config.DiskReserve),
-			bolt.WithTombstoneLifetime(m.Config.TombstoneLifetime), bolt.WithTreeCache(m.Config.TreeCacheNodes))
+	case StoreEmbedded:
+		st, err := embedded.Open(m.Config.DBPath, embedded.WithLogger(m.Logger), embedded.WithReserve(m.Config.DiskReserve),
+			embedded.WithTombstoneLifetime(m.Config.TombstoneLifetime), embedded.WithTreeCache(m.Config.TreeCacheNodes))
 		if err != nil {
 			return err
 		}
-		m.store, m.caps, m.closer = st, boltCapabilities(st), st
+		m.store, m.caps, m.closer = st, embeddedCapabilities(st), st
 		if m.Config.SweepEvery > 0 {
-			go sweepBolt(bg, st, m.Config.SweepEvery, m.Logger.With("component", "sweeper"), mx)
+			go sweepEmbedded(bg, st, m.Config.SweepEvery, m.Logger.With("component", "sweeper"), mx)
 		}
 	case StoreDynamoDB:
 		st, err := openAWS(ctx, m.Config, m.Logger)

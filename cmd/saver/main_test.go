@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/saver-dev/saver/api"
-	"github.com/saver-dev/saver/bolt"
+	"github.com/saver-dev/saver/embedded"
 	"github.com/saver-dev/saver/storetest"
 )
 
@@ -120,7 +120,7 @@ func TestRun_UnknownCommand(t *testing.T) {
 	}
 }
 
-func TestGC_Bolt(t *testing.T) {
+func TestGC_Embedded(t *testing.T) {
 	var out bytes.Buffer
 	db := filepath.Join(t.TempDir(), "s.db")
 	if err := run(context.Background(), []string{"gc", "-db", db}, func(string) string { return "" }, &out, io.Discard); err != nil {
@@ -130,7 +130,7 @@ func TestGC_Bolt(t *testing.T) {
 		t.Fatalf("gc printed %q", out.String())
 	}
 	if err := run(context.Background(), []string{"init", "-db", db}, func(string) string { return "" }, &out, io.Discard); err == nil {
-		t.Fatal("init on the bolt store should say it is for dynamodb")
+		t.Fatal("init on the embedded store should say it is for dynamodb")
 	}
 }
 
@@ -138,7 +138,7 @@ func TestGC_Bolt(t *testing.T) {
 // serves it: the checkpoint put before is there.
 func TestMigrate_Bolt(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "s.db")
-	st, err := bolt.Open(db, bolt.WithEngine(bolt.EngineBolt), bolt.WithLogger(slog.New(slog.DiscardHandler)))
+	st, err := embedded.Open(db, embedded.WithEngine(embedded.EngineBolt), embedded.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func TestMigrate_Bolt(t *testing.T) {
 	if !strings.Contains(out.String(), "keys moved to Pebble") {
 		t.Fatalf("migrate printed %q", out.String())
 	}
-	st, err = bolt.Open(db, bolt.WithLogger(slog.New(slog.DiscardHandler)))
+	st, err = embedded.Open(db, embedded.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		t.Fatal(err)
 	}

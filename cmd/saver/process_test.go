@@ -15,7 +15,7 @@ import (
 
 	"go.etcd.io/bbolt"
 
-	"github.com/saver-dev/saver/bolt"
+	"github.com/saver-dev/saver/embedded"
 	"github.com/saver-dev/saver/storetest"
 )
 
@@ -63,7 +63,7 @@ func TestProcessRefusesADamagedStore(t *testing.T) {
 	good := filepath.Join(t.TempDir(), "good.db")
 	// A bbolt file: the damage below is to that file's pages. (A new store
 	// is a Pebble directory, which Pebble checks with its own checksums.)
-	s, err := bolt.Open(good, bolt.WithLogger(slog.New(slog.DiscardHandler)), bolt.WithEngine(bolt.EngineBolt))
+	s, err := embedded.Open(good, embedded.WithLogger(slog.New(slog.DiscardHandler)), embedded.WithEngine(embedded.EngineBolt))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestProcessRefusesADamagedStore(t *testing.T) {
 			if code == 0 {
 				t.Fatalf("exit status 0:\n%s", out)
 			}
-			for _, want := range []string{"saver: bolt: open " + path + ": not a valid store", tt.want, "restore"} {
+			for _, want := range []string{"saver: embedded: open " + path + ": not a valid store", tt.want, "restore"} {
 				if !strings.Contains(out, want) {
 					t.Errorf("output lacks %q:\n%s", want, out)
 				}

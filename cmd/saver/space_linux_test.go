@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/saver-dev/saver/bolt"
+	"github.com/saver-dev/saver/embedded"
 	"github.com/saver-dev/saver/faults/smallfs"
 )
 
@@ -24,7 +24,7 @@ import (
 // disk was a 500 `internal` without Retry-After and /readyz stayed 200.
 func TestServiceOnAFullDisk(t *testing.T) {
 	// Room for the reserve a store keeps free, and some puts besides.
-	smallfs.Run(t, 3*bolt.DefaultReserveBytes, func(t *testing.T, dir string) {
+	smallfs.Run(t, 3*embedded.DefaultReserveBytes, func(t *testing.T, dir string) {
 		db := filepath.Join(dir, "saver.db")
 		m, base := serve(t, db)
 		var acked []string
@@ -191,7 +191,7 @@ func body(resp *http.Response) string {
 // any space; then the deletion made /readyz 200 with puts still refused.
 // With nothing at all free, the DELETE is 503.
 func TestServiceDeletesOnADiskItFilled(t *testing.T) {
-	smallfs.Run(t, 3*bolt.DefaultReserveBytes, func(t *testing.T, dir string) {
+	smallfs.Run(t, 3*embedded.DefaultReserveBytes, func(t *testing.T, dir string) {
 		m, base := serve(t, filepath.Join(dir, "saver.db"))
 		defer m.Close(context.Background())
 		var refused *http.Response
@@ -216,7 +216,7 @@ func TestServiceDeletesOnADiskItFilled(t *testing.T) {
 		}
 		free()
 		// Compactions and other files may leave less than the reserve.
-		free = smallfs.FillTo(t, dir, bolt.DefaultReserveBytes/2)
+		free = smallfs.FillTo(t, dir, embedded.DefaultReserveBytes/2)
 		if resp := del(t, base+"/v1/threads/full"); resp.StatusCode != http.StatusNoContent {
 			t.Fatalf("DELETE of a thread on a full disk: %d %s", resp.StatusCode, body(resp))
 		}

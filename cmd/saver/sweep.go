@@ -5,7 +5,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/saver-dev/saver/bolt"
+	"github.com/saver-dev/saver/embedded"
 	"github.com/saver-dev/saver/metrics"
 	"github.com/saver-dev/saver/s3offload"
 )
@@ -25,10 +25,10 @@ func every(ctx context.Context, period time.Duration, fn func()) {
 	}
 }
 
-// sweepBolt deletes expired checkpoints, blobs, writes and Store items from
+// sweepEmbedded deletes expired checkpoints, blobs, writes and Store items from
 // the embedded store every period until ctx ends. Reads already hide them;
 // this only gives the space back.
-func sweepBolt(ctx context.Context, st *bolt.Store, period time.Duration, logger *slog.Logger, mx *metrics.Metrics) {
+func sweepEmbedded(ctx context.Context, st *embedded.Store, period time.Duration, logger *slog.Logger, mx *metrics.Metrics) {
 	every(ctx, period, func() {
 		n, err := st.Sweep(ctx)
 		if err == nil {

@@ -17,8 +17,8 @@ import (
 
 	"github.com/saver-dev/saver"
 	"github.com/saver-dev/saver/api"
-	"github.com/saver-dev/saver/bolt"
 	"github.com/saver-dev/saver/dynamo"
+	"github.com/saver-dev/saver/embedded"
 )
 
 // countingStore wraps a store as a metrics or tracing decorator would: it
@@ -65,11 +65,11 @@ func sortedRoutes(s *api.Server) []api.Route {
 	return rs
 }
 
-// mustMainWithBolt returns a Main of the default configuration, logging
+// mustMainWithEmbedded returns a Main of the default configuration, logging
 // nowhere, and an embedded store in the test's directory.
-func mustMainWithBolt(t *testing.T) (*Main, *bolt.Store) {
+func mustMainWithEmbedded(t *testing.T) (*Main, *embedded.Store) {
 	t.Helper()
-	st, err := bolt.Open(filepath.Join(t.TempDir(), "s.db"))
+	st, err := embedded.Open(filepath.Join(t.TempDir(), "s.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,10 +85,10 @@ func mustMainWithBolt(t *testing.T) (*Main, *bolt.Store) {
 // the ledger and readiness behave as wired, while the store's own calls go
 // through the wrapper.
 func TestWiringSurvivesAWrapper(t *testing.T) {
-	m, st := mustMainWithBolt(t)
-	bare := m.newServer(st, boltCapabilities(st))
+	m, st := mustMainWithEmbedded(t)
+	bare := m.newServer(st, embeddedCapabilities(st))
 	wrapped := &countingStore{Store: st}
-	srv := m.newServer(wrapped, boltCapabilities(st))
+	srv := m.newServer(wrapped, embeddedCapabilities(st))
 	if diff := gocmp.Diff(sortedRoutes(bare), sortedRoutes(srv)); diff != "" {
 		t.Fatalf("routes of the wrapped store mismatch (-bare +wrapped):\n%s", diff)
 	}
@@ -124,7 +124,7 @@ func TestWiringSurvivesAWrapper(t *testing.T) {
 	}
 
 	// Readiness is the wired Pinger's, not the store's.
-	caps := boltCapabilities(st)
+	caps := embeddedCapabilities(st)
 	caps.Pinger = failingPinger{}
 	away := m.newServer(wrapped, caps)
 	rec := httptest.NewRecorder()
@@ -146,8 +146,8 @@ func TestAWSStoreCapabilities(t *testing.T) {
 	if caps.Tree != st.DB || caps.Ledger != st.DB || caps.Expirer != st.DB || caps.Items != st.DB || caps.Pinger != st || !caps.HeadGuard {
 		t.Fatalf("capabilities = %+v, want the dynamo store's, the awsStore's Ping and HeadGuard", caps)
 	}
-	m, b := mustMainWithBolt(t)
-	want := slices.DeleteFunc(sortedRoutes(m.newServer(b, boltCapabilities(b))), func(r api.Route) bool {
+	m, b := mustMainWithEmbedded(t)
+	want := slices.DeleteFunc(sortedRoutes(m.newServer(b, embeddedCapabilities(b))), func(r api.Route) bool {
 		return r.Path == "/admin/backup"
 	})
 	if caps.Backup != nil {

@@ -25,7 +25,7 @@ export function saverBinary(): string {
 }
 
 /** The store the services under test run on. */
-export const STORE = process.env.SAVER_STORE || "bolt";
+export const STORE = process.env.SAVER_STORE === "bolt" ? "embedded" : process.env.SAVER_STORE || "embedded"; // bolt: its former name
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 

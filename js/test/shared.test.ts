@@ -133,7 +133,7 @@ it("runs on the store the environment names", async () => {
   if (STORE === "dynamodb") {
     expect(dynamo.some((l) => /operation="(PutItem|TransactWriteItems)"\} [1-9]/.test(l))).toBe(true);
   } else {
-    expect(STORE).toBe("bolt");
+    expect(STORE).toBe("embedded");
     expect(dynamo).toEqual([]);
   }
 });

@@ -124,7 +124,7 @@ def check_runs(url: str, load: Load) -> tuple[int, int, int]:
             assert state.next == () and state.tasks == ()
             assert state.values == want, f"{config}: {state.values}"
             abandoned += assert_live_path(reader, config, STEPS, load.log)
-    if STORE == "bolt":
+    if STORE == "embedded":
         # The embedded store applies a put in the process that answers it:
         # killed, it applies nothing later, so no put can land after a resume.
         assert abandoned == 0, f"{abandoned} checkpoints off a live path on the embedded store"

@@ -40,7 +40,7 @@ def tls_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str,
         check=True, capture_output=True,
     )
     addr_file = work / "addr"
-    env = {**os.environ, "SAVER_TLS_CERT": str(cert), "SAVER_TLS_KEY": str(key), "SAVER_STORE": "bolt"}
+    env = {**os.environ, "SAVER_TLS_CERT": str(cert), "SAVER_TLS_KEY": str(key), "SAVER_STORE": "embedded"}
     proc = subprocess.Popen(
         [saver_binary(), "serve", "-addr", "127.0.0.1:0", "-addr-file", str(addr_file), "-db", str(work / "s.db")],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,

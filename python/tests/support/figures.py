@@ -14,7 +14,8 @@ import pytest
 from support import REPO
 
 # The store the services under test run on (make test-aws sets dynamodb).
-STORE = os.environ.get("SAVER_STORE") or "bolt"
+# bolt is the embedded store's former name, which the service still accepts.
+STORE = {"bolt": "embedded"}.get(os.environ.get("SAVER_STORE") or "embedded", os.environ.get("SAVER_STORE") or "embedded")
 FIGURES: list[str] = []
 
 dynamodb_only = pytest.mark.skipif(

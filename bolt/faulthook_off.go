@@ -1,8 +1,0 @@
-//go:build !faulthook
-
-package bolt
-
-// skipHeadCheck is false in every build but the checker's broken one (the
-// faulthook tag, see faulthook_on.go): the compiler drops the branch it
-// guards.
-const skipHeadCheck = false

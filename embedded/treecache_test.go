@@ -1,0 +1,286 @@
+package embedded
+
+import (
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/saver-dev/saver"
+	"github.com/saver-dev/saver/storetest"
+	"github.com/saver-dev/saver/tree"
+)
+
+// TestTreeCacheMatchesScan runs the same random writes on a store with the
+// tree cache and one without, reading every thread's nodes from both after
+// each write: every write that changes the tree index (checkpoints, flags,
+// expiry set or passed, runs deleted, threads deleted, copied or pruned,
+// sweeps) must reach the cached store's answer at once.
+func TestTreeCacheMatchesScan(t *testing.T) {
+	for _, engine := range []string{EnginePebble, EngineBolt} {
+		t.Run(engine, func(t *testing.T) {
+			for seed := range uint64(6) {
+				t.Run(fmt.Sprint(seed), func(t *testing.T) { treeCacheHistory(t, engine, seed) })
+			}
+		})
+	}
+}
+
+func treeCacheHistory(t *testing.T, engine string, seed uint64) {
+	clock := storetest.NewClock()
+	open := func(name string, nodes int) *Store {
+		s, err := Open(filepath.Join(t.TempDir(), name), WithEngine(engine), WithNow(clock.Now),
+			WithTreeCache(nodes), WithLogger(slog.New(slog.DiscardHandler)))
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	// The cached store holds 40 nodes at most, so that evictions happen too.
+	cached, plain := open("cached", 40), open("plain", 0)
+	stores := []*Store{cached, plain}
+	rng := rand.New(rand.NewPCG(seed, 7))
+	const tenant = "t"
+	threads := []string{"a", "b", "c", "d"}
+	ids := map[string][]string{} // checkpoint ids put, by thread
+	next := 0
+	both := func(what string, fn func(s *Store) error) {
+		var errs [2]error
+		for i, s := range stores {
+			errs[i] = fn(s)
+		}
+		if (errs[0] == nil) != (errs[1] == nil) {
+			t.Fatalf("%s: cached store: %v, plain store: %v", what, errs[0], errs[1])
+		}
+	}
+	ref := func(thread, ns string) saver.CheckpointRef {
+		return saver.CheckpointRef{Tenant: tenant, ThreadID: thread, NS: ns}
+	}
+	pick := func(thread string) (string, bool) {
+		if len(ids[thread]) == 0 {
+			return "", false
+		}
+		return ids[thread][rng.IntN(len(ids[thread]))], true
+	}
+	for step := range 300 {
+		thread := threads[rng.IntN(len(threads))]
+		ns := []string{"", "", "child:1"}[rng.IntN(3)]
+		var what string
+		switch op := rng.IntN(20); {
+		case op < 8:
+			next++
+			id := fmt.Sprintf("%06d", next)
+			in := storetest.NewCheckpoint(ref(thread, ns), id)
+			if parent, ok := pick(thread); ok && rng.IntN(4) > 0 {
+				in.ParentID = parent
+			}
+			in.Metadata = saver.Metadata{"source": "loop", "step": int64(next), "run_id": fmt.Sprint("run-", rng.IntN(4))}
+			if rng.IntN(4) == 0 {
+				in = storetest.Expiring(in, clock.Now().Add(time.Duration(1+rng.IntN(3))*time.Minute).Unix())
+			}
+			what = "put " + id
+			ids[thread] = append(ids[thread], id)
+			both(what, func(s *Store) error { return s.PutCheckpoint(t.Context(), in) })
+		case op < 12:
+			id, ok := pick(thread)
+			if !ok {
+				continue
+			}
+			w := []saver.Write{
+				storetest.NewWrite("task", 0, "ch", "v"),
+				storetest.NewWrite("task", -1, saver.ChannelError, "boom"),
+				storetest.NewWrite("task", -3, saver.ChannelInterrupt, "ask"),
+			}[rng.IntN(3)]
+			w.TaskID = fmt.Sprint("task-", rng.IntN(3))
+			in := saver.PutWrites{CheckpointRef: storetest.At(ref(thread, ns), id), Writes: []saver.Write{w}}
+			if rng.IntN(3) == 0 {
+				in.ExpiresAt = clock.Now().Add(time.Duration(1+rng.IntN(3)) * time.Minute).Unix()
+			}
+			what = "writes to " + id
+			both(what, func(s *Store) error { return s.PutWrites(t.Context(), in) })
+		case op < 13:
+			id, ok := pick(thread)
+			if !ok {
+				continue
+			}
+			exp := clock.Now().Add(time.Duration(rng.IntN(3)) * time.Minute).Unix()
+			what = "set expiry of " + id
+			both(what, func(s *Store) error { return s.SetExpiry(t.Context(), storetest.At(ref(thread, ns), id), exp) })
+		case op < 15:
+			what = "advance the clock"
+			clock.Advance(time.Duration(30+rng.IntN(60)) * time.Second)
+			if rng.IntN(2) == 0 {
+				what = "sweep"
+				both(what, func(s *Store) error { _, err := s.Sweep(t.Context()); return err })
+			}
+		case op < 16:
+			run := fmt.Sprint("run-", rng.IntN(4))
+			what = "delete " + run
+			both(what, func(s *Store) error { return s.DeleteForRuns(t.Context(), tenant, []string{run}) })
+		case op < 17:
+			what = "delete thread " + thread
+			both(what, func(s *Store) error { return s.DeleteThread(t.Context(), tenant, thread) })
+			threads = append(threads, fmt.Sprint("t", step)) // deleted threads refuse late writes
+		case op < 18:
+			dst := fmt.Sprint("copy", step)
+			what = "copy " + thread + " to " + dst
+			both(what, func(s *Store) error { return s.CopyThread(t.Context(), tenant, thread, dst) })
+			threads = append(threads, dst)
+			ids[dst] = append([]string(nil), ids[thread]...)
+		default:
+			strategy := []saver.PruneStrategy{saver.PruneKeepLatest, saver.PruneDelete}[rng.IntN(2)]
+			what = fmt.Sprintf("prune %s (%s)", thread, strategy)
+			both(what, func(s *Store) error { return s.Prune(t.Context(), tenant, []string{thread}, strategy) })
+		}
+		for _, th := range threads {
+			got := storetest.MustListNodes(t, cached, tenant, th)
+			want := storetest.MustListNodes(t, plain, tenant, th)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Fatalf("step %d, after %s: thread %s's nodes (-scanned +cached):\n%s", step, what, th, diff)
+			}
+			built, err := cached.Tree(t.Context(), tenant, th)
+			if err != nil {
+				t.Fatalf("Tree: %v", err)
+			}
+			fresh := tree.Build(want)
+			if diff := cmp.Diff(fresh.Compact(), built.Compact()); diff != "" || fresh.Draw() != built.Draw() {
+				t.Fatalf("step %d, after %s: thread %s's tree (-built now +cached):\n%s%s\n%s", step, what, th, diff,
+					fresh.Draw(), built.Draw())
+			}
+		}
+	}
+}
+
+// TestTreeCacheReadsCache shows that a thread read lately is answered from
+// the cache: a change written around the store's write path (as no code
+// of the store does) is not seen until a write of the thread drops it.
+func TestTreeCacheReadsCache(t *testing.T) {
+	clock := storetest.NewClock()
+	s := openIndexed(t, filepath.Join(t.TempDir(), "saver.db"), EnginePebble, clock)
+	defer s.Close()
+	ref := indexThread(t, s, clock)
+	before := storetest.MustListNodes(t, s, ref.Tenant, ref.ThreadID)
+	if err := s.db.Update(func(tx kvTx) error {
+		return deletePrefix(tx.Bucket(bucketNodes), key(ref.Tenant, ref.ThreadID))
+	}); err != nil {
+		t.Fatalf("Update: %v", err)
+	}
+	storetest.MustEqualNodes(t, s, ref.Tenant, ref.ThreadID, before)
+	storetest.MustPutCheckpoint(t, s, storetest.NewCheckpoint(ref, "0100"))
+	if got := storetest.MustListNodes(t, s, ref.Tenant, ref.ThreadID); len(got) != 1 || got[0].ID != "0100" {
+		t.Fatalf("after a put, ListNodes = %+v, want the new node alone", got)
+	}
+}
+
+// TestTreeCacheRacedScan: a write that commits between a scan of the tree
+// index and its keeping in the cache is seen by the next read.
+func TestTreeCacheRacedScan(t *testing.T) {
+	clock := storetest.NewClock()
+	s := openIndexed(t, filepath.Join(t.TempDir(), "saver.db"), EnginePebble, clock)
+	defer s.Close()
+	ref := storetest.NewRef()
+	storetest.MustPutCheckpoint(t, s, storetest.NewCheckpoint(ref, "0001"))
+	s.treeScanHook = func() {
+		s.treeScanHook = nil
+		storetest.MustPutCheckpoint(t, s, storetest.NewCheckpoint(ref, "0002"))
+	}
+	if got := storetest.MustListNodes(t, s, ref.Tenant, ref.ThreadID); len(got) != 1 {
+		t.Fatalf("the raced scan = %d nodes, want the 1 it saw", len(got))
+	}
+	if got := storetest.MustListNodes(t, s, ref.Tenant, ref.ThreadID); len(got) != 2 {
+		t.Fatalf("after the raced scan, ListNodes = %d nodes, want 2", len(got))
+	}
+}
+
+// TestTreeCacheKeepsNoRacedScan: a scan whose thread was written after it
+// read the generation is not kept, and what a write drops is gone.
+func TestTreeCacheKeepsNoRacedScan(t *testing.T) {
+	c := newTreeCache(10)
+	p := key("t", "a")
+	th := &cachedThread{prefix: string(p), nodes: []cachedNode{{node: saver.Node{ID: "1"}}}}
+	gen := c.gen(p)
+	c.drop(map[string]struct{}{string(p): {}}, false)
+	c.keep(th, gen)
+	if _, ok := c.get(p); ok {
+		t.Fatal("a scan that raced a write was kept")
+	}
+	c.keep(th, c.gen(p))
+	if _, ok := c.get(p); !ok {
+		t.Fatal("a scan was not kept")
+	}
+	c.drop(nil, true)
+	if _, ok := c.get(p); ok {
+		t.Fatal("dropping every thread kept one")
+	}
+}
+
+// TestTreeCacheBound: the cache holds at most its number of nodes, the
+// threads read longest ago going first, and never a thread larger than it.
+func TestTreeCacheBound(t *testing.T) {
+	c := newTreeCache(10)
+	of := func(p []byte, n int) *cachedThread {
+		return &cachedThread{prefix: string(p), nodes: make([]cachedNode, n)}
+	}
+	for _, th := range []string{"a", "b", "c"} {
+		p := key("t", th)
+		c.keep(of(p, 4), c.gen(p))
+	}
+	if c.held != 8 {
+		t.Fatalf("held %d nodes, want 8 (a evicted for c)", c.held)
+	}
+	for th, want := range map[string]bool{"a": false, "b": true, "c": true} {
+		if _, ok := c.get(key("t", th)); ok != want {
+			t.Errorf("thread %s cached = %v, want %v", th, ok, want)
+		}
+	}
+	big := key("t", "big")
+	c.keep(of(big, 11), c.gen(big))
+	if _, ok := c.get(big); ok || c.held != 8 {
+		t.Fatalf("a thread over the bound was kept (held %d)", c.held)
+	}
+}
+
+// TestTreeCacheRacingReads reads a thread while writers add to it: once the
+// writers are done, the cached answer holds every node written, so no scan
+// that raced a write was kept.
+func TestTreeCacheRacingReads(t *testing.T) {
+	clock := storetest.NewClock()
+	s := openIndexed(t, filepath.Join(t.TempDir(), "saver.db"), EnginePebble, clock)
+	defer s.Close()
+	ref := storetest.NewRef()
+	const writers, each = 4, 50
+	done := make(chan struct{})
+	var readers sync.WaitGroup
+	for range 2 {
+		readers.Go(func() {
+			for {
+				select {
+				case <-done:
+					return
+				default:
+					storetest.MustListNodes(t, s, ref.Tenant, ref.ThreadID)
+				}
+			}
+		})
+	}
+	var ws sync.WaitGroup
+	for w := range writers {
+		ws.Go(func() {
+			for i := range each {
+				storetest.MustPutCheckpoint(t, s, storetest.NewCheckpoint(ref, fmt.Sprintf("%02d-%03d", w, i)))
+			}
+		})
+	}
+	ws.Wait()
+	close(done)
+	readers.Wait()
+	if got := storetest.MustListNodes(t, s, ref.Tenant, ref.ThreadID); len(got) != writers*each {
+		t.Fatalf("ListNodes = %d nodes after the writes, want %d", len(got), writers*each)
+	}
+}
