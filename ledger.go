@@ -101,12 +101,3 @@ type Ledger interface {
 	// Fail stores a failure of a claimed key; errors as for Complete.
 	Fail(ctx context.Context, tenant, key, token string, failure ClaimError) error
 }
-
-// TreeStore reads the nodes of a thread's checkpoint tree from keys, parent
-// links and a few metadata fields, never from payloads.
-type TreeStore interface {
-	// ListNodes returns every checkpoint of the thread, in all namespaces, as
-	// a node; HasError and HasInterrupt come from the keys of its pending
-	// writes. Returns an empty slice for an unknown thread.
-	ListNodes(ctx context.Context, tenant, threadID string) ([]Node, error)
-}

@@ -1,5 +1,7 @@
 package saver
 
+import "context"
+
 // Node is a checkpoint seen as a node of its thread's tree: keys, the parent
 // link and the few metadata fields tree answers show. Building nodes never
 // needs a payload, so tree queries stay cheap on long threads.
@@ -21,21 +23,11 @@ type Node struct {
 	HasInterrupt bool `msgpack:"has_interrupt" json:"has_interrupt"`
 }
 
-// LangGraph's special channels. Their writes carry a fixed negative idx and
-// replace each other (upsert); error and interrupt writes mark a node as a
-// failed or paused attempt.
-const (
-	ChannelError     = "__error__"
-	ChannelScheduled = "__scheduled__"
-	ChannelInterrupt = "__interrupt__"
-	ChannelResume    = "__resume__"
-)
-
-// SpecialChannelIdx is LangGraph's WRITES_IDX_MAP. Validation enforces it, so
-// a store can tell an error or interrupt write from its key's idx alone.
-var SpecialChannelIdx = map[string]int64{
-	ChannelError:     -1,
-	ChannelScheduled: -2,
-	ChannelInterrupt: -3,
-	ChannelResume:    -4,
+// TreeStore reads the nodes of a thread's checkpoint tree from keys, parent
+// links and a few metadata fields, never from payloads.
+type TreeStore interface {
+	// ListNodes returns every checkpoint of the thread, in all namespaces, as
+	// a node; HasError and HasInterrupt come from the keys of its pending
+	// writes. Returns an empty slice for an unknown thread.
+	ListNodes(ctx context.Context, tenant, threadID string) ([]Node, error)
 }

@@ -76,3 +76,26 @@ func TestCheckpointIDKeyLimit(t *testing.T) {
 		t.Fatalf("an id of %d key bytes passed", saver.MaxIDKeyBytes+1)
 	}
 }
+
+func TestPruneStrategyValidate(t *testing.T) {
+	for _, tt := range []struct {
+		in   saver.PruneStrategy
+		want string // the error's message; "" when valid
+	}{
+		{saver.PruneKeepLatest, ""},
+		{saver.PruneDelete, ""},
+		{"", `strategy "" is unknown; use "keep_latest" or "delete".`},
+		{"keep_all", `strategy "keep_all" is unknown; use "keep_latest" or "delete".`},
+	} {
+		err := tt.in.Validate()
+		if tt.want == "" {
+			if err != nil {
+				t.Errorf("%q: %v", tt.in, err)
+			}
+			continue
+		}
+		if saver.ErrorCode(err) != saver.EINVALID || saver.ErrorMessage(err) != tt.want {
+			t.Errorf("%q: got %v (%s), want EINVALID %q", tt.in, err, saver.ErrorCode(err), tt.want)
+		}
+	}
+}

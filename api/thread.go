@@ -65,12 +65,11 @@ func (s *Server) handleThreadPrune(c echo.Context) error {
 		return err
 	}
 	strategy := saver.PruneStrategy(req.Strategy)
-	switch strategy {
-	case "":
+	if strategy == "" {
 		strategy = saver.PruneKeepLatest
-	case saver.PruneKeepLatest, saver.PruneDelete:
-	default:
-		return saver.Errorf(saver.EINVALID, "strategy %q is unknown; use %q or %q.", req.Strategy, saver.PruneKeepLatest, saver.PruneDelete)
+	}
+	if err := strategy.Validate(); err != nil {
+		return err
 	}
 	if err := validIDs("thread_ids", req.ThreadIDs); err != nil {
 		return err

@@ -43,7 +43,7 @@
 //	            one request), brought (channel -> BOOL: the blobs its put
 //	            brought, false for an empty one, which a DeltaChannel's
 //	            version gets at a step that is no snapshot; absent on
-//	            items put before it existed; see history.go), known
+//	            items put before it existed; see put.go), known
 //	            (channel -> [type, content hash, expiry] of the values its
 //	            put knew, which a read takes from memory when they match;
 //	            see known.go)

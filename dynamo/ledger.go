@@ -118,6 +118,16 @@ func decodeRecord(it item) (*record, error) {
 	return r, nil
 }
 
+// outcome is the record's state with its result or error.
+func (r *record) outcome() saver.Outcome {
+	return saver.Outcome{State: r.state, Result: r.result, Error: r.err}
+}
+
+// claimRecord is the record as the root's claim rules read it.
+func (r *record) claimRecord() *saver.ClaimRecord {
+	return &saver.ClaimRecord{State: r.state, Token: r.token, ClaimID: r.claimID, Attempt: r.attempt, LeaseExpiresAt: time.UnixMilli(r.lease).UTC(), Outcome: r.outcome()}
+}
+
 // Ledger times. A lease is kept in milliseconds (leases may be short); a
 // record's expiry in the epoch seconds DynamoDB TTL takes, rounded up so a
 // record never lives less than its TTL.
@@ -167,16 +177,10 @@ func (s *Store) Claim(ctx context.Context, in saver.ClaimRequest) (*saver.Claim,
 			fresh = false
 		case saver.Expired(old.expires, now):
 			fresh = true
-		case old.state == saver.ClaimCompleted:
-			return &saver.Claim{Key: in.Key, State: saver.ClaimCompleted, Attempt: old.attempt, Result: old.result}, nil
-		case old.state == saver.ClaimFailed && (old.err == nil || !old.err.Retryable):
-			return &saver.Claim{Key: in.Key, State: saver.ClaimFailed, Attempt: old.attempt, Error: old.err}, nil
-		case old.state == saver.ClaimClaimed && old.lease > millis(now) && in.ClaimID != "" && old.claimID == in.ClaimID:
-			// A resend of the claim that holds the lease: its grant again.
-			return granted(in.Key, old.token, old.lease, old.attempt, old.err), nil
-		case old.state == saver.ClaimClaimed && old.lease > millis(now):
-			return &saver.Claim{Key: in.Key, State: saver.ClaimInProgress, Attempt: old.attempt, LeaseExpiresAt: time.UnixMilli(old.lease).UTC()}, nil
 		default:
+			if c := old.claimRecord().Answer(in.Key, in.ClaimID, now); c != nil {
+				return c, nil
+			}
 			fresh = false
 		}
 	}
@@ -301,10 +305,8 @@ func (s *Store) Complete(ctx context.Context, tenant, key, token string, result 
 	}
 	u := awsx.NewExpr("u")
 	u.Text = fmt.Sprintf("SET %s = %s, %s = %s", u.Name(attrState), u.Value(attrS(string(saver.ClaimCompleted))), u.Name(attrResult), u.Value(payloadAttr(result)))
-	same := func(r *record) bool {
-		return r.state == saver.ClaimCompleted && r.result != nil && r.result.Type == result.Type && string(r.result.Data) == string(result.Data)
-	}
-	if err := s.settle(ctx, tenant, key, token, u, attrError, same); err != nil {
+	out := saver.Outcome{State: saver.ClaimCompleted, Result: &result}
+	if err := s.settle(ctx, tenant, key, token, u, attrError, out); err != nil {
 		return fmt.Errorf("dynamo: complete %q: %w", key, err)
 	}
 	return nil
@@ -317,8 +319,8 @@ func (s *Store) Fail(ctx context.Context, tenant, key, token string, failure sav
 		errorMessage: attrS(failure.Message),
 		errorRetry:   &types.AttributeValueMemberBOOL{Value: failure.Retryable},
 	}}))
-	same := func(r *record) bool { return r.state == saver.ClaimFailed && r.err != nil && *r.err == failure }
-	if err := s.settle(ctx, tenant, key, token, u, attrResult, same); err != nil {
+	out := saver.Outcome{State: saver.ClaimFailed, Error: &failure}
+	if err := s.settle(ctx, tenant, key, token, u, attrResult, out); err != nil {
 		return fmt.Errorf("dynamo: fail %q: %w", key, err)
 	}
 	return nil
@@ -331,9 +333,9 @@ func (s *Store) Fail(ctx context.Context, tenant, key, token string, failure sav
 // the key after its lease ran out until another caller claims it. When the
 // condition fails, the record it failed on says why: unknown or expired
 // (ENOTFOUND), another holder (ECONFLICT), or already settled, which is
-// accepted when it is the same outcome (same) so that a client can retry a
+// accepted when it is the same outcome (out) so that a client can retry a
 // call whose answer it lost, and a conflict otherwise.
-func (s *Store) settle(ctx context.Context, tenant, key, token string, set *awsx.Expr, drop string, same func(*record) bool) error {
+func (s *Store) settle(ctx context.Context, tenant, key, token string, set *awsx.Expr, drop string, out saver.Outcome) error {
 	now := s.Now()
 	c := awsx.NewExpr("c")
 	c.Text = fmt.Sprintf("%s = %s AND %s = %s AND %s > %s",
@@ -364,11 +366,11 @@ func (s *Store) settle(ctx context.Context, tenant, key, token string, set *awsx
 	case derr != nil:
 		return derr
 	case old == nil || saver.Expired(old.expires, now):
-		return saver.Errorf(saver.ENOTFOUND, "Idempotency key %q is unknown or expired.", key)
+		return saver.ErrClaimUnknown(key)
 	case old.token != token:
-		return saver.Errorf(saver.ECONFLICT, "The token does not hold key %q: its lease ran out and another caller claimed the key, or it is not a token of this key.", key)
-	case same(old):
+		return saver.ErrClaimNotHeld(key)
+	case out.Same(old.outcome()):
 		return nil
 	}
-	return saver.Errorf(saver.ECONFLICT, "Key %q already has another outcome: %s.", key, old.state)
+	return saver.ErrClaimSettled(key, old.state)
 }

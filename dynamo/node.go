@@ -12,9 +12,9 @@ var _ saver.TreeStore = (*Store)(nil)
 // LangGraph stores each special channel's writes at its own negative idx
 // (WRITES_IDX_MAP), so a write's idx tells whether it is an error or an
 // interrupt without reading its channel.
-const (
-	errorIdx     = -1 // saver.ChannelError
-	interruptIdx = -3 // saver.ChannelInterrupt
+var (
+	errorIdx     = saver.SpecialChannelIdx[saver.ChannelError]
+	interruptIdx = saver.SpecialChannelIdx[saver.ChannelInterrupt]
 )
 
 // nodeAttrs are the attributes a build of the tree index reads: keys, the

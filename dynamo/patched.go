@@ -15,7 +15,7 @@ import (
 	"github.com/saver-dev/saver/internal/awsx"
 )
 
-// Patched blobs (see delta.go for the patches). A put that brings a new
+// Patched blobs (see bytepatch.go for the patches). A put that brings a new
 // version of a channel whose previous value the store remembers (recent.go)
 // may store the new value as a patch on it:
 //

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/saver-dev/saver"
 	"github.com/saver-dev/saver/internal/awsx"
 )
@@ -239,4 +241,22 @@ func (p *putPlan) revise(ctx context.Context, failed map[int]item) error {
 		}
 	}
 	return nil
+}
+
+// attrBrought is a checkpoint's record of the blobs its put brought: channel
+// -> whether the value is stored (false: an empty blob, which a
+// DeltaChannel's version gets at every step that is not a snapshot).
+// Checkpoint items put before it existed lack it.
+const attrBrought = "brought"
+
+// broughtAttr returns the attrBrought of a put: its blobs at the versions
+// the checkpoint has.
+func broughtAttr(in *saver.PutCheckpoint) types.AttributeValue {
+	m := make(item, len(in.Blobs))
+	for _, b := range in.Blobs {
+		if in.ChannelVersions[b.Channel] == b.Version {
+			m[b.Channel] = &types.AttributeValueMemberBOOL{Value: b.Value.Type != saver.EmptyType}
+		}
+	}
+	return &types.AttributeValueMemberM{Value: m}
 }

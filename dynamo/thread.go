@@ -439,15 +439,15 @@ func (s *Store) copyItem(ctx context.Context, it item, tenant, dst string, pk ty
 // blob lifetimes; then the offloaded payloads only the deleted items
 // pointed at.
 func (s *Store) Prune(ctx context.Context, tenant string, threadIDs []string, strategy saver.PruneStrategy) error {
+	if err := strategy.Validate(); err != nil {
+		return err
+	}
 	for _, id := range threadIDs {
 		var err error
-		switch strategy {
-		case saver.PruneDelete:
+		if strategy == saver.PruneDelete {
 			err = s.DeleteThread(ctx, tenant, id)
-		case saver.PruneKeepLatest:
+		} else {
 			err = s.keepLatest(ctx, tenant, id)
-		default:
-			err = saver.Errorf(saver.EINVALID, "Unknown prune strategy %q.", strategy)
 		}
 		if err != nil {
 			return fmt.Errorf("dynamo: prune thread %s: %w", id, err)

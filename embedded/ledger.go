@@ -85,20 +85,7 @@ func decideClaim(rec *ledgerRecord, in saver.ClaimRequest, now time.Time, token 
 		rec = nil
 	}
 	if rec != nil {
-		c := &saver.Claim{Key: in.Key, State: rec.State, Attempt: rec.Attempt}
-		switch {
-		case rec.State == saver.ClaimCompleted:
-			c.Result = rec.Result
-			return c, nil
-		case rec.State == saver.ClaimFailed && (rec.Error == nil || !rec.Error.Retryable):
-			c.Error = rec.Error
-			return c, nil
-		case rec.State == saver.ClaimClaimed && t < rec.LeaseExpiresAt && in.ClaimID != "" && rec.ClaimID == in.ClaimID:
-			// A resend of the claim that holds the lease: its grant again.
-			c.Token, c.LeaseExpiresAt, c.Error = rec.Token, unixTime(rec.LeaseExpiresAt), rec.Error
-			return c, nil
-		case rec.State == saver.ClaimClaimed && t < rec.LeaseExpiresAt:
-			c.State, c.LeaseExpiresAt = saver.ClaimInProgress, unixTime(rec.LeaseExpiresAt)
+		if c := rec.claimRecord().Answer(in.Key, in.ClaimID, now); c != nil {
 			return c, nil
 		}
 	}
@@ -153,17 +140,17 @@ func (s *Store) settle(ctx context.Context, op, tenant, key, token string, out l
 		}
 		switch {
 		case rec == nil || rec.ExpiresAt <= now.UnixNano():
-			outcome = saver.Errorf(saver.ENOTFOUND, "Idempotency key %q is unknown or expired.", key)
+			outcome = saver.ErrClaimUnknown(key)
 		case rec.Token != token:
-			outcome = saver.Errorf(saver.ECONFLICT, "The token does not hold key %q: its lease ran out and another caller claimed the key, or it is not a token of this key.", key)
+			outcome = saver.ErrClaimNotHeld(key)
 		case rec.State == saver.ClaimClaimed:
 			next := *rec
 			next.State, next.Result, next.Error = out.State, out.Result, out.Error
 			next.LeaseExpiresAt = 0
 			next.ExpiresAt = now.Add(rec.TTL).UnixNano()
 			return putLedger(tx, lk, rec, &next)
-		case !sameOutcome(rec, &out):
-			outcome = saver.Errorf(saver.ECONFLICT, "Key %q already has another outcome: %s.", key, rec.State)
+		case !out.outcome().Same(rec.outcome()):
+			outcome = saver.ErrClaimSettled(key, rec.State)
 		}
 		return nil
 	})
@@ -173,15 +160,14 @@ func (s *Store) settle(ctx context.Context, op, tenant, key, token string, out l
 	return outcome
 }
 
-// sameOutcome reports whether a settled record holds exactly the outcome out.
-func sameOutcome(rec, out *ledgerRecord) bool {
-	if rec.State != out.State {
-		return false
-	}
-	if out.State == saver.ClaimCompleted {
-		return rec.Result != nil && rec.Result.Type == out.Result.Type && bytes.Equal(rec.Result.Data, out.Result.Data)
-	}
-	return rec.Error != nil && *rec.Error == *out.Error
+// outcome is the record's state with its result or error.
+func (r *ledgerRecord) outcome() saver.Outcome {
+	return saver.Outcome{State: r.State, Result: r.Result, Error: r.Error}
+}
+
+// claimRecord is the record as the root's claim rules read it.
+func (r *ledgerRecord) claimRecord() *saver.ClaimRecord {
+	return &saver.ClaimRecord{State: r.State, Token: r.Token, ClaimID: r.ClaimID, Attempt: r.Attempt, LeaseExpiresAt: unixTime(r.LeaseExpiresAt), Outcome: r.outcome()}
 }
 
 // getLedger returns the record of a ledger key, expired or not; nil if none.

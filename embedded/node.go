@@ -15,8 +15,8 @@ var _ saver.TreeStore = (*Store)(nil)
 // (WRITES_IDX_MAP), so the keys of a checkpoint's writes tell whether it has
 // an error or an interrupt. These are the encoded last key components.
 var (
-	errorIdx     = key(idxComponent(-1)) // saver.ChannelError
-	interruptIdx = key(idxComponent(-3)) // saver.ChannelInterrupt
+	errorIdx     = key(idxComponent(saver.SpecialChannelIdx[saver.ChannelError]))
+	interruptIdx = key(idxComponent(saver.SpecialChannelIdx[saver.ChannelInterrupt]))
 )
 
 // ListNodes returns every live checkpoint of the thread as a node, from the

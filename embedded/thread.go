@@ -503,10 +503,8 @@ func copyBatch(b kvBucket, srcPrefix, dstPrefix, from []byte, now time.Time) ([]
 // saver.Chain), their writes and the blobs they reference
 // (PruneKeepLatest).
 func (s *Store) Prune(ctx context.Context, tenant string, threadIDs []string, strategy saver.PruneStrategy) error {
-	switch strategy {
-	case saver.PruneDelete, saver.PruneKeepLatest:
-	default:
-		return saver.Errorf(saver.EINVALID, "Unknown prune strategy %q.", strategy)
+	if err := strategy.Validate(); err != nil {
+		return err
 	}
 	for _, thread := range threadIDs {
 		var err error

@@ -12,24 +12,6 @@ import (
 	"github.com/saver-dev/saver/internal/awsx"
 )
 
-// attrBrought is a checkpoint's record of the blobs its put brought: channel
-// -> whether the value is stored (false: an empty blob, which a
-// DeltaChannel's version gets at every step that is not a snapshot).
-// Checkpoint items put before it existed lack it.
-const attrBrought = "brought"
-
-// broughtAttr returns the attrBrought of a put: its blobs at the versions
-// the checkpoint has.
-func broughtAttr(in *saver.PutCheckpoint) types.AttributeValue {
-	m := make(item, len(in.Blobs))
-	for _, b := range in.Blobs {
-		if in.ChannelVersions[b.Channel] == b.Version {
-			m[b.Channel] = &types.AttributeValueMemberBOOL{Value: b.Value.Type != saver.EmptyType}
-		}
-	}
-	return &types.AttributeValueMemberM{Value: m}
-}
-
 // historyAttrs are what a delta history reads of a namespace's checkpoints
 // and writes: never a checkpoint's body or metadata.
 var historyAttrs = []string{attrSK, attrKind, attrID, attrParent, attrVersions, attrBrought, attrExpiresAt,
