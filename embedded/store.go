@@ -116,6 +116,7 @@
 package embedded
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -291,10 +292,8 @@ func Open(path string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.trees = newTreeCache(max(s.TreeCacheNodes, 0))
-	if s.TreeCacheNodes == 0 {
-		s.trees = newTreeCache(DefaultTreeCacheNodes)
-	}
+	nodes := cmp.Or(s.TreeCacheNodes, DefaultTreeCacheNodes)
+	s.trees = newTreeCache(max(nodes, 0))
 	// Writes go through nodeWatch, which keeps the tree cache true.
 	s.writes = &groupCommit{db: nodeWatch{engine: s.db, cache: s.trees}, max: s.MaxBatchSize}
 	if err := s.findStones(); err != nil {

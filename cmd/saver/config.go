@@ -175,6 +175,20 @@ func settings() []envVar {
 				return p(c).String()
 			}
 	}
+	// count reads a whole number of at least 0 (what says of what, for the
+	// error).
+	count := func(p func(*Config) *int, what string) (func(*Config, string) error, func(*Config) string) {
+		return func(c *Config, v string) error {
+				n, err := strconv.Atoi(v)
+				if err != nil || n < 0 {
+					return fmt.Errorf("not a %s: %q", what, v)
+				}
+				*p(c) = n
+				return nil
+			}, func(c *Config) string {
+				return strconv.Itoa(*p(c))
+			}
+	}
 	var out []envVar
 	add := func(env, flag, help string, set func(*Config, string) error, get func(*Config) string) {
 		out = append(out, envVar{env, flag, help, set, get})
@@ -202,15 +216,8 @@ func settings() []envVar {
 			c.DiskReserve = n
 			return nil
 		}, func(c *Config) string { return strconv.FormatUint(c.DiskReserve, 10) })
-	add("SAVER_TREE_CACHE", "tree-cache", "checkpoints of the threads read last whose tree the embedded store keeps in memory, over all threads, for the tree routes (about 420 bytes each with its tree); 0 keeps none",
-		func(c *Config, v string) error {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 0 {
-				return fmt.Errorf("not a count: %q", v)
-			}
-			c.TreeCacheNodes = n
-			return nil
-		}, func(c *Config) string { return strconv.Itoa(c.TreeCacheNodes) })
+	s, g = count(func(c *Config) *int { return &c.TreeCacheNodes }, "count")
+	add("SAVER_TREE_CACHE", "tree-cache", "checkpoints of the threads read last whose tree the embedded store keeps in memory, over all threads, for the tree routes (about 420 bytes each with its tree); 0 keeps none", s, g)
 	add("SAVER_MAX_BODY", "max-body", "largest request body in bytes",
 		func(c *Config, v string) error {
 			n, err := strconv.ParseInt(v, 10, 64)
@@ -344,24 +351,10 @@ func settings() []envVar {
 			c.OffloadBytes = n
 			return nil
 		}, func(c *Config) string { return strconv.Itoa(c.OffloadBytes) })
-	add("SAVER_PATCH_CACHE_BYTES", "patch-cache-bytes", "memory in bytes for recent channel values, kept to store a value that grew as a patch on the last and to answer reads of them (store dynamodb); 0 stores every value whole and reads every value from the table",
-		func(c *Config, v string) error {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 0 {
-				return fmt.Errorf("not a byte count: %q", v)
-			}
-			c.PatchCache = n
-			return nil
-		}, func(c *Config) string { return strconv.Itoa(c.PatchCache) })
-	add("SAVER_CHAIN_CACHE_BYTES", "chain-cache-bytes", "memory in bytes for the delta chains histories read, so that the next DeltaChannel turn reads only what is newer (store dynamodb); 0 reads every history whole from the table",
-		func(c *Config, v string) error {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 0 {
-				return fmt.Errorf("not a byte count: %q", v)
-			}
-			c.ChainCache = n
-			return nil
-		}, func(c *Config) string { return strconv.Itoa(c.ChainCache) })
+	s, g = count(func(c *Config) *int { return &c.PatchCache }, "byte count")
+	add("SAVER_PATCH_CACHE_BYTES", "patch-cache-bytes", "memory in bytes for recent channel values, kept to store a value that grew as a patch on the last and to answer reads of them (store dynamodb); 0 stores every value whole and reads every value from the table", s, g)
+	s, g = count(func(c *Config) *int { return &c.ChainCache }, "byte count")
+	add("SAVER_CHAIN_CACHE_BYTES", "chain-cache-bytes", "memory in bytes for the delta chains histories read, so that the next DeltaChannel turn reads only what is newer (store dynamodb); 0 reads every history whole from the table", s, g)
 	add("SAVER_INIT", "init", "create the DynamoDB table and S3 bucket at start if missing",
 		func(c *Config, v string) error {
 			b, err := strconv.ParseBool(v)
