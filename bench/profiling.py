@@ -1,13 +1,13 @@
 """Profile the service and the client on the benchmark's chat loop (b).
 
-    .cache/bench-venv/bin/python bench/profiling.py [--store bolt|dynamodb] [--turns 50]
+    .cache/bench-venv/bin/python bench/profiling.py [--store embedded|dynamodb] [--turns 50]
         [--client]
     .cache/bench-venv/bin/python bench/profiling.py --store-op search_query [--items 10000]
-        [--store bolt|dynamodb] [--client]
+        [--store embedded|dynamodb] [--client]
     .cache/bench-venv/bin/python bench/profiling.py --delta-history [--turns 150]
-        [--store bolt|dynamodb] [--client]
+        [--store embedded|dynamodb] [--client]
     .cache/bench-venv/bin/python bench/profiling.py --delta-turns [--turns 150]
-        [--store bolt|dynamodb]
+        [--store embedded|dynamodb]
 
 Starts the local AWS stack (bench/aws.sh) when the store is dynamodb, runs
 bench/profserve (the service with pprof), runs the 50-turn chat loop through
@@ -49,7 +49,8 @@ from harness import BIN, CACHE, ROOT, log, poll, spawn  # noqa: E402
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--store", default="bolt", choices=["bolt", "dynamodb"])
+    # bolt: the embedded store's former name, still taken.
+    ap.add_argument("--store", default="embedded", choices=["embedded", "bolt", "dynamodb"])
     ap.add_argument("--turns", type=int, default=50)
     ap.add_argument("--loops", type=int, default=3, help="chat loops (threads) to run")
     ap.add_argument("--client", action="store_true", help="also cProfile the client")
@@ -71,7 +72,7 @@ def main() -> int:
             f.unlink(missing_ok=True)
         argv = [str(BIN / "profserve"), "-store", args.store, "-addr-file", str(addr), "-pprof-addr-file", str(paddr)]
         env = {}
-        if args.store == "bolt":
+        if args.store != "dynamodb":
             db = out / "prof.db"
             harness.remove_store(db)
             argv += ["-db", str(db)]
