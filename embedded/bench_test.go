@@ -141,6 +141,28 @@ func BenchmarkListNodes10k(b *testing.B) {
 	}
 }
 
+// BenchmarkWriteThenTree10k puts a checkpoint to a 10,000-checkpoint
+// thread and then asks for its tree, as a UI following a running agent
+// does: the put and the first query after it.
+func BenchmarkWriteThenTree10k(b *testing.B) {
+	s := MustOpen(b, filepath.Join(b.TempDir(), "saver.db"))
+	ref := putLongThread(b, s, 10_000)
+	if _, err := s.Tree(b.Context(), ref.Tenant, ref.ThreadID); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	i := 10_000
+	for b.Loop() {
+		in := storetest.NewCheckpoint(ref, fmt.Sprintf("%08d", i))
+		in.ParentID = fmt.Sprintf("%08d", i-1)
+		i++
+		storetest.MustPutCheckpoint(b, s, in)
+		if _, err := s.Tree(b.Context(), ref.Tenant, ref.ThreadID); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkListCheckpoints10k lists the same thread with its payloads, the
 // cost that ListNodes avoids.
 func BenchmarkListCheckpoints10k(b *testing.B) {

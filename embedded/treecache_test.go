@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -24,14 +25,18 @@ import (
 func TestTreeCacheMatchesScan(t *testing.T) {
 	for _, engine := range []string{EnginePebble, EngineBolt} {
 		t.Run(engine, func(t *testing.T) {
-			for seed := range uint64(6) {
-				t.Run(fmt.Sprint(seed), func(t *testing.T) { treeCacheHistory(t, engine, seed) })
+			// 40 nodes: evictions, and threads that outgrow the cache;
+			// 10,000: every thread stays, updated by each write.
+			for _, size := range []int{40, 10_000} {
+				for seed := range uint64(6) {
+					t.Run(fmt.Sprint(size, "/", seed), func(t *testing.T) { treeCacheHistory(t, engine, size, seed) })
+				}
 			}
 		})
 	}
 }
 
-func treeCacheHistory(t *testing.T, engine string, seed uint64) {
+func treeCacheHistory(t *testing.T, engine string, size int, seed uint64) {
 	clock := storetest.NewClock()
 	open := func(name string, nodes int) *Store {
 		s, err := Open(filepath.Join(t.TempDir(), name), WithEngine(engine), WithNow(clock.Now),
@@ -42,8 +47,7 @@ func treeCacheHistory(t *testing.T, engine string, seed uint64) {
 		t.Cleanup(func() { s.Close() })
 		return s
 	}
-	// The cached store holds 40 nodes at most, so that evictions happen too.
-	cached, plain := open("cached", 40), open("plain", 0)
+	cached, plain := open("cached", size), open("plain", 0)
 	stores := []*Store{cached, plain}
 	rng := rand.New(rand.NewPCG(seed, 7))
 	const tenant = "t"
@@ -139,8 +143,16 @@ func treeCacheHistory(t *testing.T, engine string, seed uint64) {
 			both(what, func(s *Store) error { return s.Prune(t.Context(), tenant, []string{thread}, strategy) })
 		}
 		for _, th := range threads {
-			got := storetest.MustListNodes(t, cached, tenant, th)
-			want := storetest.MustListNodes(t, plain, tenant, th)
+			// In the store's order, not sorted: the cache keeps its nodes
+			// in key order, as a scan reads them, to find a node written.
+			got, err := cached.ListNodes(t.Context(), tenant, th)
+			if err != nil {
+				t.Fatalf("ListNodes: %v", err)
+			}
+			want, err := plain.ListNodes(t.Context(), tenant, th)
+			if err != nil {
+				t.Fatalf("ListNodes: %v", err)
+			}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Fatalf("step %d, after %s: thread %s's nodes (-scanned +cached):\n%s", step, what, th, diff)
 			}
@@ -159,7 +171,10 @@ func treeCacheHistory(t *testing.T, engine string, seed uint64) {
 
 // TestTreeCacheReadsCache shows that a thread read lately is answered from
 // the cache: a change written around the store's write path (as no code
-// of the store does) is not seen until a write of the thread drops it.
+// of the store does) is not seen. A put through the store updates the
+// cached thread without a scan, so the change stays unseen; a flag the
+// node already has is not a change the cache applies, and drops the
+// thread, whose scan then sees it.
 func TestTreeCacheReadsCache(t *testing.T) {
 	clock := storetest.NewClock()
 	s := openIndexed(t, filepath.Join(t.TempDir(), "saver.db"), EnginePebble, clock)
@@ -172,9 +187,22 @@ func TestTreeCacheReadsCache(t *testing.T) {
 		t.Fatalf("Update: %v", err)
 	}
 	storetest.MustEqualNodes(t, s, ref.Tenant, ref.ThreadID, before)
+	scans := 0
+	s.treeScanHook = func() { scans++ }
 	storetest.MustPutCheckpoint(t, s, storetest.NewCheckpoint(ref, "0100"))
-	if got := storetest.MustListNodes(t, s, ref.Tenant, ref.ThreadID); len(got) != 1 || got[0].ID != "0100" {
-		t.Fatalf("after a put, ListNodes = %+v, want the new node alone", got)
+	got := storetest.MustListNodes(t, s, ref.Tenant, ref.ThreadID)
+	if len(got) != len(before)+1 || scans != 0 {
+		t.Fatalf("after a put, ListNodes = %d nodes after %d scans, want the %d cached and the new one, no scan",
+			len(got), scans, len(before))
+	}
+	flagged := slices.IndexFunc(before, func(n saver.Node) bool { return n.NS == "" && n.HasError })
+	if flagged < 0 {
+		t.Fatal("indexThread put no root node with an error")
+	}
+	storetest.MustPutWrites(t, s, storetest.At(ref, before[flagged].ID),
+		storetest.NewWrite("again", -1, saver.ChannelError, "boom"))
+	if got := storetest.MustListNodes(t, s, ref.Tenant, ref.ThreadID); len(got) != 1 || got[0].ID != "0100" || scans != 1 {
+		t.Fatalf("after a second error flag, ListNodes = %+v after %d scans, want the new node alone, scanned", got, scans)
 	}
 }
 
@@ -205,7 +233,7 @@ func TestTreeCacheKeepsNoRacedScan(t *testing.T) {
 	p := key("t", "a")
 	th := &cachedThread{prefix: string(p), nodes: []cachedNode{{node: saver.Node{ID: "1"}}}}
 	gen := c.gen(p)
-	c.drop(map[string]struct{}{string(p): {}}, false)
+	c.apply(map[string]*threadChange{string(p): {}}, true) // a write that does not apply
 	c.keep(th, gen)
 	if _, ok := c.get(p); ok {
 		t.Fatal("a scan that raced a write was kept")
@@ -214,7 +242,7 @@ func TestTreeCacheKeepsNoRacedScan(t *testing.T) {
 	if _, ok := c.get(p); !ok {
 		t.Fatal("a scan was not kept")
 	}
-	c.drop(nil, true)
+	c.dropAll()
 	if _, ok := c.get(p); ok {
 		t.Fatal("dropping every thread kept one")
 	}
@@ -282,5 +310,69 @@ func TestTreeCacheRacingReads(t *testing.T) {
 	readers.Wait()
 	if got := storetest.MustListNodes(t, s, ref.Tenant, ref.ThreadID); len(got) != writers*each {
 		t.Fatalf("ListNodes = %d nodes after the writes, want %d", len(got), writers*each)
+	}
+}
+
+// TestCachedThreadWith applies each kind of put to a cached thread: nodes
+// stay in key order, a node put again keeps its flags, a flag the node
+// lacks is set, and what the scan would read otherwise (a flag of a node
+// not listed, a second flag of a kind) is refused. The thread applied to
+// is never changed: readers share it.
+func TestCachedThreadWith(t *testing.T) {
+	node := func(ns, id string, exp int64) cachedNode {
+		return cachedNode{node: saver.Node{ThreadID: "a", NS: ns, ID: id}, exp: exp}
+	}
+	put := func(c cachedNode) nodePut { return nodePut{ns: c.node.NS, id: c.node.ID, node: c} }
+	flag := func(ns, id string, f nodeFlag, exp int64) nodePut {
+		return nodePut{ns: ns, id: id, flag: f, exp: exp}
+	}
+	flagged := node("", "2", 0)
+	flagged.hasErr, flagged.errExp = true, 50
+	reput := node("", "2", 70)
+	reput.hasErr, reput.errExp = true, 50
+	withInt := node("", "1", 0)
+	withInt.hasInt, withInt.intExp = true, 60
+	base := []cachedNode{node("", "1", 0), flagged, node("child", "3", 0)}
+	for _, tc := range []struct {
+		name string
+		puts []nodePut
+		want []cachedNode // nil: refused
+	}{
+		{"append", []nodePut{put(node("child", "4", 0))},
+			[]cachedNode{base[0], base[1], base[2], node("child", "4", 0)}},
+		{"insert", []nodePut{put(node("", "5", 0))},
+			[]cachedNode{base[0], base[1], node("", "5", 0), base[2]}},
+		{"first", []nodePut{put(node("", "0", 0))},
+			[]cachedNode{node("", "0", 0), base[0], base[1], base[2]}},
+		{"put again keeps flags", []nodePut{put(node("", "2", 70))},
+			[]cachedNode{base[0], reput, base[2]}},
+		{"new flag", []nodePut{flag("", "1", flagInterrupt, 60)},
+			[]cachedNode{withInt, base[1], base[2]}},
+		{"node then its flag", []nodePut{put(node("child", "4", 0)), flag("child", "4", flagError, 0)},
+			[]cachedNode{base[0], base[1], base[2], {node: node("child", "4", 0).node, hasErr: true}}},
+		{"flag of no node", []nodePut{flag("", "9", flagError, 0)}, nil},
+		{"second flag of a kind", []nodePut{flag("", "2", flagError, 90)}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// Room past the end, so that an append may write in place.
+			nodes := append(make([]cachedNode, 0, 8), base...)
+			th := &cachedThread{prefix: "p", nodes: nodes}
+			got, ok := th.with(tc.puts)
+			if diff := cmp.Diff(base, th.nodes, cmp.AllowUnexported(cachedNode{})); diff != "" {
+				t.Fatalf("the thread applied to changed (-before +after):\n%s", diff)
+			}
+			if tc.want == nil {
+				if ok {
+					t.Fatalf("applied %+v, want refused", got.nodes)
+				}
+				return
+			}
+			if !ok {
+				t.Fatal("refused")
+			}
+			if diff := cmp.Diff(tc.want, got.nodes, cmp.AllowUnexported(cachedNode{})); diff != "" {
+				t.Fatalf("nodes (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
