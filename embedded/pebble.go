@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -62,6 +63,9 @@ type pebbleEngine struct {
 	// roomFor).
 	reserve uint64
 	wal     *walEstimate
+	logger  *slog.Logger
+	// flushAsked is when askFlush last started a flush (Unix ns).
+	flushAsked atomic.Int64
 	// mu keeps Close from running under a transaction: pebble panics on a
 	// snapshot or batch of a closed DB.
 	mu     sync.RWMutex
@@ -149,10 +153,33 @@ func (e *pebbleEngine) roomFor(n uint64, deletion bool) error {
 	}
 	pending := e.wal.bytes(e.db)
 	if free < reserve+pending+2*n {
+		if pending > 0 && free >= e.reserve/4+pending {
+			e.askFlush()
+		}
 		return fmt.Errorf("%d bytes free, under the %d kept in reserve, %d to flush and %d to commit: %w",
 			free, reserve, pending, 2*n, syscall.ENOSPC)
 	}
 	return nil
+}
+
+// askFlush starts a flush of the memtable, at most once a second. A store
+// refused for the log bytes it has still to flush (roomFor) got them
+// flushed only by more commits filling the memtable, and every put was
+// refused: after its threads were deleted to free space it stayed not
+// ready for good, its deletions' tombstones unflushed and the data they
+// delete still on disk. roomFor asks only while the disk has room for the
+// flush's table above the deletions' floor: the log is replaced too, and
+// Pebble cannot go on after a failed log write. Its caller holds e.mu, so
+// the DB is open.
+func (e *pebbleEngine) askFlush() {
+	now := time.Now().UnixNano()
+	last := e.flushAsked.Load()
+	if now-last < int64(time.Second) || !e.flushAsked.CompareAndSwap(last, now) {
+		return
+	}
+	if _, err := e.db.AsyncFlush(); err != nil {
+		e.logger.Error("flush to free the log's space", "engine", "pebble", "error", err)
+	}
 }
 
 // freeBytes is the space left to unprivileged writers on dir's file system.
@@ -377,7 +404,7 @@ func (s *Store) openPebble(path string, create bool) error {
 	for {
 		db, err := pebble.Open(path, opts)
 		if err == nil {
-			s.db = &pebbleEngine{db: db, dir: path, reserve: s.ReserveBytes, wal: wal}
+			s.db = &pebbleEngine{db: db, dir: path, reserve: s.ReserveBytes, wal: wal, logger: s.Logger}
 			if err := removeBackupLeftovers(path); err != nil {
 				s.Logger.Warn("cannot remove a backup's leftover checkpoint beside the store", "path", path, "error", err)
 			}

@@ -70,4 +70,11 @@ func (e *boltEngine) HasRoom() error {
 
 // HasRoom for Pebble: writes need the reserve free, nothing more; the
 // bar a put must pass, not the lower one of deletions.
-func (e *pebbleEngine) HasRoom() error { return e.roomFor(0, false) }
+func (e *pebbleEngine) HasRoom() error {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if e.closed {
+		return errClosed
+	}
+	return e.roomFor(0, false)
+}
