@@ -117,9 +117,6 @@ export class HTTPSaver extends BaseCheckpointSaver implements Ledger {
   readonly detectConflicts: boolean;
   readonly logger: Logger;
   private readonly transport: Transport;
-  // Set once the service answered that it has no delta-history route (an
-  // older service): the base class's walk is used from then on.
-  private deltaRoute = true;
   // The last delta history per thread, for the next (see held.ts).
   private readonly held = new Held();
 
@@ -253,8 +250,9 @@ export class HTTPSaver extends BaseCheckpointSaver implements Ledger {
    * namespace (see held.ts): the next one, at a descendant of that checkpoint
    * (the next turn's), is asked as what is new since it (`known`), and one at
    * that checkpoint itself takes no request.
-   * Against a service without that route, the base class's walk over
-   * `getTuple` is used.
+   * A service without that route (older than this client) gets NoRouteError
+   * saying so: the saver never walks the checkpoints one request each, as the
+   * base class does.
    */
   async getDeltaChannelHistory(options: {
     config: RunnableConfig;
@@ -262,14 +260,13 @@ export class HTTPSaver extends BaseCheckpointSaver implements Ledger {
   }): Promise<Record<string, DeltaChannelHistory>> {
     const { config: cfg, channels } = options;
     if (channels.length === 0) return {};
-    if (!this.deltaRoute) return super.getDeltaChannelHistory(options);
     const conf = (cfg.configurable ?? {}) as Record<string, unknown>;
     if (conf.thread_id === undefined || conf.thread_id === null) return wire.toHistories(this.serde, undefined, channels);
     const thread = String(conf.thread_id);
     const ns = String(conf.checkpoint_ns ?? "");
     const target = getCheckpointId(cfg) ?? "";
     const held = this.held.known(thread, ns, target, channels);
-    let raw: Record<string, RawHistory> | "fallback" | undefined;
+    let raw: Record<string, RawHistory> | undefined;
     if (held !== undefined && held.checkpointId === target) {
       raw = held.histories;
     } else {
@@ -281,28 +278,20 @@ export class HTTPSaver extends BaseCheckpointSaver implements Ledger {
         this.held.forget(thread, ns);
         raw = await this.deltaPages(new wire.DeltaPages(thread, ns, target, channels));
       }
-      if (raw === "fallback") return super.getDeltaChannelHistory(options);
       if (raw !== undefined) this.held.keep(thread, ns, target, raw);
     }
     return wire.toHistories(this.serde, raw, channels);
   }
 
-  /**
-   * The histories the pages put together, on the wire; undefined when the
-   * target is not there, "fallback" when the service has no delta-history route.
-   */
-  private async deltaPages(pages: wire.DeltaPages): Promise<Record<string, RawHistory> | "fallback" | undefined> {
+  /** The histories the pages put together, on the wire; undefined when the target is not there. */
+  private async deltaPages(pages: wire.DeltaPages): Promise<Record<string, RawHistory> | undefined> {
     for (let call = pages.call(); call !== undefined; call = pages.call()) {
       let answer: unknown;
       try {
         answer = await this.send(call);
       } catch (err) {
         if (err instanceof NotFoundError && pages.first) return undefined;
-        if (err instanceof NoRouteError) {
-          this.deltaRoute = false;
-          this.logger.warn("the saver service has no delta-history route; walking checkpoints one by one instead");
-          return "fallback";
-        }
+        if (err instanceof NoRouteError) throw wire.missingDeltaRoute(err);
         throw err;
       }
       pages.take(answer);

@@ -27,11 +27,12 @@ import {
   WRITES_IDX_MAP,
 } from "@langchain/langgraph-checkpoint";
 
-import { BadResponseError, ConflictError } from "./errors.js";
+import { BadResponseError, ConflictError, NoRouteError } from "./errors.js";
 import type { RawHistory } from "./held.js";
 import { type Claim, type ClaimOptions, MAX_MESSAGE_BYTES } from "./ledger.js";
 import { isRecord } from "./transport.js";
 import { storedMessagesFromWire } from "./tree.js";
+import { VERSION } from "./version.js";
 
 export type Wire = Record<string, unknown>;
 
@@ -75,6 +76,8 @@ const EMPTY: Typed = { type: "empty", data: new Uint8Array() };
 // input and loop steps. Forks and state updates branch off an older
 // checkpoint on purpose and are never conditioned.
 const CONDITIONED_SOURCES = new Set(["input", "loop"]);
+
+const DELTA_HISTORY = "/delta-history";
 
 export function checkScope(scope: unknown): Scope | undefined {
   if (scope === undefined || scope === null || scope === "") return undefined;
@@ -415,7 +418,7 @@ export function deltaCall(
 ): Call {
   const body: Wire = { checkpoint_ns: ns, checkpoint_id: checkpointId, channels, paged: true };
   if (known !== undefined) body.known = known;
-  return { method: "POST", path: threadPath(threadId, "/delta-history"), body };
+  return { method: "POST", path: threadPath(threadId, DELTA_HISTORY), body };
 }
 
 /** A delta history held at an ancestor of the target: see held.ts. */
@@ -544,6 +547,22 @@ export async function toHistories(
     if (h.seed !== null) out[ch]!.seed = await untyped(serde, h.seed);
   }
   return out;
+}
+
+/**
+ * The error for a service that answered `no_route` to a delta-history call:
+ * it is older than this client. The saver never falls back to walking the
+ * checkpoints one request each (the base class's way), which would hide the
+ * version mismatch and turn one request into one per checkpoint.
+ */
+export function missingDeltaRoute(err: NoRouteError): NoRouteError {
+  return new NoRouteError(
+    err.code,
+    `the saver service has no delta-history route (POST /v1/threads/{thread_id}${DELTA_HISTORY}), which ` +
+      `DeltaChannel histories need: the service is older than this client (saver-client-js ${VERSION}); ` +
+      `upgrade the service. (${err.detail})`,
+    { status: err.status, requestId: err.requestId },
+  );
 }
 
 // -- maintenance ----------------------------------------------------------------
