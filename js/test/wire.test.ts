@@ -7,8 +7,9 @@
 
 import { emptyCheckpoint, JsonPlusSerializer, TASKS, type CheckpointTuple } from "@langchain/langgraph-checkpoint";
 
-import { BadResponseError, ConflictError } from "../src/errors.js";
+import { BadResponseError, ConflictError, NoRouteError } from "../src/errors.js";
 import { MAX_MESSAGE_BYTES } from "../src/ledger.js";
+import { VERSION } from "../src/version.js";
 import * as wire from "../src/wire.js";
 
 const serde = new JsonPlusSerializer();
@@ -353,6 +354,19 @@ describe("toHistories", () => {
     (first.m!.writes[0]![2] as { id: number }).id = 2;
     const second = await wire.toHistories(serde, raw, ["m"]);
     expect(second.m!.writes[0]![2]).toEqual({ id: 1 });
+  });
+});
+
+describe("missingDeltaRoute", () => {
+  it("names the route and says the service is older, keeping what the service said", () => {
+    const err = wire.missingDeltaRoute(new NoRouteError("no_route", "Method not allowed on this route.", { status: 405, requestId: "r" }));
+    expect(err).toBeInstanceOf(NoRouteError);
+    expect(err.detail).toBe(
+      "the saver service has no delta-history route (POST /v1/threads/{thread_id}/delta-history), which " +
+        `DeltaChannel histories need: the service is older than this client (saver-client-js ${VERSION}); ` +
+        "upgrade the service. (Method not allowed on this route.)",
+    );
+    expect([err.code, err.status, err.requestId]).toEqual(["no_route", 405, "r"]);
   });
 });
 
