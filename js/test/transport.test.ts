@@ -1,8 +1,8 @@
 /**
  * The client's HTTP behaviour against a stub server it cannot fool: retries
  * on 503 and connection errors (with one request id), Retry-After, timeouts,
- * credentials, error mapping, JSON answers, and the fallback to the base
- * class's delta-history walk on a service without that route.
+ * credentials, error mapping, JSON answers, and the error for a service
+ * older than the client, without the delta-history route.
  */
 
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
@@ -187,12 +187,12 @@ it("takes the URL and key from SAVER_URL and SAVER_API_KEY", async () => {
   expect(() => new HTTPSaver({ url: "ftp://x" })).toThrow(/http/);
 });
 
-it("walks checkpoints for DeltaChannel history on a service without the route, with the same answer", async () => {
+it("says the service is older than the client when it has no delta-history route, and walks nothing", async () => {
   const live = inject("saverUrl");
   // Everything goes to the live service, except the delta-history route.
   const s = await stub(async (req, body, res) => {
     if (req.url!.endsWith("/delta-history")) {
-      send(res, 404, { error: { code: "no_route", message: "no such route" } });
+      send(res, 404, { error: { code: "no_route", message: "no such route" } }, { "X-Request-ID": "rid-old" });
       return;
     }
     const upstream = await fetch(live + req.url!, {
@@ -217,15 +217,25 @@ it("walks checkpoints for DeltaChannel history on a service without the route, w
     const c1 = await put(c0, {});
     await direct.putWrites(c1, [["messages", [2]]], "task1");
     const c2 = await put(c1, {});
-    const viaWalk = await old.getDeltaChannelHistory({ config: c2, channels: ["messages"] });
-    expect(viaWalk.messages!.writes.map((w) => w[2])).toEqual([[1], [2]]);
-    expect((viaWalk.messages!.seed as DeltaSnapshot).value).toEqual([0]);
-    expect(await direct.getDeltaChannelHistory({ config: c2, channels: ["messages"] })).toEqual(viaWalk);
-    expect(warnings).toEqual(["the saver service has no delta-history route; walking checkpoints one by one instead"]);
-    // Asked once: the next call walks without trying the route again.
-    const before = s.seen.filter((r) => r.url.endsWith("/delta-history")).length;
-    await old.getDeltaChannelHistory({ config: c2, channels: ["messages"] });
-    expect(s.seen.filter((r) => r.url.endsWith("/delta-history")).length).toBe(before);
+    // The live service answers it, so the stub's 404 is the route's absence alone.
+    expect((await direct.getDeltaChannelHistory({ config: c2, channels: ["messages"] })).messages!.writes).toHaveLength(2);
+    for (let i = 0; i < 2; i++) {
+      const err = await old.getDeltaChannelHistory({ config: c2, channels: ["messages"] }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(NoRouteError);
+      const e = err as NoRouteError;
+      expect(e.detail).toBe(
+        "the saver service has no delta-history route (POST /v1/threads/{thread_id}/delta-history), which " +
+          `DeltaChannel histories need: the service is older than this client (saver-client-js ${VERSION}); ` +
+          "upgrade the service. (no such route)",
+      );
+      expect([e.code, e.status, e.requestId]).toEqual(["no_route", 404, "rid-old"]);
+    }
+    // Each call asked the route once and read no checkpoint: no walk.
+    expect(s.seen.map((r) => `${r.method} ${r.url.split("?")[0]!.replace(/^\/v1\/threads\/[^/]+/, "")}`)).toEqual([
+      "POST /delta-history",
+      "POST /delta-history",
+    ]);
+    expect(warnings).toEqual([]);
   } finally {
     await s.close();
   }

@@ -31,6 +31,7 @@ from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.serde.types import ERROR, INTERRUPT
 
+import saver_client
 from saver_client import (
     HTTPSaver,
     InternalServerError,
@@ -705,6 +706,40 @@ def test_only_not_found_means_missing(fake: Any) -> None:
     with HTTPSaver(svc.url, retry=FAST) as s, pytest.raises(NoRouteError) as exc:
         s.get_tuple(config("t"))
     assert "nope" in exc.value.message
+
+
+def test_a_service_without_delta_history_is_older_and_nothing_is_walked(fake: Any) -> None:
+    """An older service has no delta-history route: the saver says so, naming
+    the route, and never walks the checkpoints one request each instead."""
+    no_route = {"error": {"code": "no_route", "message": "No such route."}}
+    svc = fake((404, {"X-Request-ID": "rid-old"}, no_route))
+    target = config("t", "", "c2")
+    want = (
+        "the saver service has no delta-history route "
+        "(POST /v1/threads/{thread_id}/delta-history), which DeltaChannel histories "
+        "need: the service is older than this client "
+        f"(saver-client {saver_client.__version__}); upgrade the service. (No such route.)"
+    )
+
+    async def aread(s: HTTPSaver) -> Any:
+        return await s.aget_delta_channel_history(config=target, channels=["messages"])
+
+    with HTTPSaver(svc.url, retry=FAST) as s:
+        for read in (
+            lambda: s.get_delta_channel_history(config=target, channels=["messages"]),
+            lambda: asyncio.run(aread(s)),
+        ):
+            with pytest.raises(NoRouteError) as exc:
+                read()
+            assert exc.value.message == want
+            assert (exc.value.code, exc.value.status, exc.value.request_id) == (
+                "no_route",
+                404,
+                "rid-old",
+            )
+    assert [(r["method"], r["path"]) for r in svc.requests] == [
+        ("POST", "/v1/threads/t/delta-history")
+    ] * 2
 
 
 def test_connection_errors_are_retried_then_raised() -> None:

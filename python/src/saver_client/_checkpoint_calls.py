@@ -20,7 +20,7 @@ from saver_client import _wire as wire
 from saver_client._core import Core
 from saver_client._listing import Listing, Walk
 from saver_client._wire import Call, RawHistory, Scope
-from saver_client.errors import ConflictError, InvalidRequestError, NotFoundError
+from saver_client.errors import ConflictError, InvalidRequestError, NoRouteError, NotFoundError
 
 
 class CheckpointCalls(Core):
@@ -222,6 +222,10 @@ class CheckpointCalls(Core):
         ancestors listed after it, and the service is asked only for the
         part of the chain beyond them, once for all the checkpoints whose
         chains leave the listing at the same place.
+
+        A service without the route (older than this client) raises
+        NoRouteError saying so: the saver never walks the checkpoints one
+        request each, as the base class does.
         """
         if not channels:
             return {}
@@ -263,7 +267,11 @@ class CheckpointCalls(Core):
     ) -> dict[str, RawHistory]:
         pages = wire.DeltaPages(config, channels, *(held or (None, None)))
         while (call := pages.call()) is not None:
-            pages.take(self._send(call))
+            try:
+                answer = self._send(call)
+            except NoRouteError as exc:
+                raise wire.missing_delta_route(exc) from exc
+            pages.take(answer)
         return pages.raw()
 
     async def _adelta(
@@ -274,7 +282,11 @@ class CheckpointCalls(Core):
     ) -> dict[str, RawHistory]:
         pages = wire.DeltaPages(config, channels, *(held or (None, None)))
         while (call := pages.call()) is not None:
-            pages.take(await self._asend(call))
+            try:
+                answer = await self._asend(call)
+            except NoRouteError as exc:
+                raise wire.missing_delta_route(exc) from exc
+            pages.take(answer)
         return pages.raw()
 
     def _held_delta(self, config: RunnableConfig, channels: Sequence[str]) -> dict[str, RawHistory]:

@@ -32,7 +32,8 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from saver_client.errors import BadResponseError, ConflictError
+from saver_client._version import __version__
+from saver_client.errors import BadResponseError, ConflictError, NoRouteError
 from saver_client.ledger import MAX_MESSAGE_BYTES, Claim, StoredFailure
 
 Wire = dict[str, Any]
@@ -46,6 +47,8 @@ SCOPE_KEY = "saver_scope"
 _EMPTY: dict[str, Any] = {"type": "empty", "data": b""}
 
 _PRUNE_STRATEGIES = ("keep_latest", "delete")
+
+_DELTA_HISTORY = "/delta-history"
 
 # Metadata sources of the puts that continue the head a run read: LangGraph's
 # input and loop steps. Forks and state updates ("fork", "update") branch
@@ -374,7 +377,25 @@ def delta_call(
     }
     if known:
         body["known"] = known
-    return Call("POST", thread_path(conf["thread_id"], "/delta-history"), body=body)
+    return Call("POST", thread_path(conf["thread_id"], _DELTA_HISTORY), body=body)
+
+
+def missing_delta_route(exc: NoRouteError) -> NoRouteError:
+    """The error for a service that answered `no_route` to a delta-history call.
+
+    It is older than this client. The saver never falls back to walking the
+    checkpoints one request each (the base class's way), which would hide the
+    version mismatch and turn one request into one per checkpoint.
+    """
+    return NoRouteError(
+        exc.code,
+        "the saver service has no delta-history route "
+        f"(POST /v1/threads/{{thread_id}}{_DELTA_HISTORY}), which DeltaChannel histories "
+        "need: the service is older than this client "
+        f"(saver-client {__version__}); upgrade the service. ({exc.message})",
+        status=exc.status,
+        request_id=exc.request_id,
+    )
 
 
 class DeltaPages:

@@ -85,7 +85,7 @@ class NotFoundError(SaverError):
 
 
 class NoRouteError(SaverError):
-    """404/405 `no_route`: the URL or method is unknown, usually a wrong base URL."""
+    """404/405 `no_route`: the URL or method is unknown (a wrong base URL, or an older service)."""
 
 
 class ConflictError(SaverError):
