@@ -13,8 +13,8 @@ from langgraph.types import Command
 
 from saver_client import HTTPSaver
 
+from support.graphs import interrupt_graph
 from support.processes import ServiceProcess
-from test_graphs import interrupt_graph
 
 
 def test_resume_after_kill_9(spawn_service: Callable[[], ServiceProcess]) -> None:

@@ -26,6 +26,7 @@ from typing_extensions import TypedDict
 
 from saver_client import HTTPSaver, HTTPStore
 
+from support.graphs import chat_config, chat_graph
 from support.processes import ServiceProcess
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -222,9 +223,7 @@ def test_page_needs_no_key_but_its_data_does(
 
 def test_page_lists_a_checkpoints_delta_channels(saver: HTTPSaver, saver_url: str) -> None:
     """A DeltaChannel holds no value at most checkpoints: the panel says how it is rebuilt."""
-    from test_delta import chat_graph, new_config
-
-    graph, config = chat_graph(saver), new_config()
+    graph, config = chat_graph(saver), chat_config()
     for i in range(7):
         graph.invoke({"messages": [f"hi {i}"]}, config)
     thread_id = config["configurable"]["thread_id"]
