@@ -438,27 +438,6 @@ def test_tree_of_a_delta_thread(saver: HTTPSaver) -> None:
     assert saver.abandoned(tid) == []
 
 
-def test_kill_and_resume(spawn_service: Callable[..., Any]) -> None:
-    """kill -9 mid-thread: the restarted service rebuilds the channel from its chain."""
-    svc = spawn_service()
-    expected_saver = InMemorySaver()
-    expected_graph = chat_graph(expected_saver)
-    config = chat_config()
-    saver = HTTPSaver(svc.url)
-    graph = chat_graph(saver)
-    for i in range(7):
-        graph.invoke({"messages": [f"hi {i}"]}, config)
-        expected_graph.invoke({"messages": [f"hi {i}"]}, config)
-    svc.crash_and_restart()
-    for i in range(7, 11):
-        graph.invoke({"messages": [f"hi {i}"]}, config)
-        expected_graph.invoke({"messages": [f"hi {i}"]}, config)
-    assert history_sig(list(graph.get_state_history(config))) == history_sig(
-        list(expected_graph.get_state_history(config))
-    )
-    saver.close()
-
-
 def test_delta_channel_counts(saver: HTTPSaver) -> None:
     """The counters LangGraph keeps are the service's signal of a chain; they round-trip."""
     graph, config = chat_graph(saver), chat_config()

@@ -6,22 +6,20 @@ held from before the deletion. Without tombstones those late writes bring
 the deleted thread back. The service refuses them with 410 `gone` (the
 client raises GoneError), the thread stays empty, and a fresh run on the
 same thread id works. On DynamoDB the same holds across replicas: one
-service deletes, another receives the late writes.
+service deletes, another receives the late writes
+(e2e/test_tombstone_replicas.py).
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable
 
 import pytest
 from langgraph.checkpoint.base import empty_checkpoint
 
 from saver_client import GoneError, HTTPSaver
 
-from support.figures import dynamodb_only
-from support.processes import ServiceProcess
 from support.tombstones import build, check_late_writes, listed, thread_config
 
 
@@ -72,12 +70,3 @@ def test_late_run_after_delete_for_runs(saver: HTTPSaver, thread_id: str) -> Non
     assert listed(saver, thread_id) == []
     out = graph.invoke({"log": ["again"]}, thread_config(thread_id))
     assert out["log"] == ["again", "first", "second"]
-
-
-@dynamodb_only
-def test_replicas(spawn_service: Callable[..., ServiceProcess], thread_id: str) -> None:
-    """Two services on one table: one deletes, the other gets the late writes."""
-    a, b = spawn_service(), spawn_service()
-    with HTTPSaver(a.url) as on_a, HTTPSaver(b.url) as on_b:
-        check_late_writes(on_a, on_b, thread_id)
-        check_late_writes(on_b, on_a, thread_id + "-2")

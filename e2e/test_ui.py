@@ -2,7 +2,7 @@
 ui-test/tree.js (playwright-core), shows a thread made by a real graph run;
 ui-test/memory.js checks the Memory view against items HTTPStore put.
 
-`make test-py` installs Chromium and the npm packages first (`make ui-deps`).
+`make test-e2e` installs Chromium and the npm packages first (`make ui-deps`).
 The thread forks by time travel after a failed step, so its tree has an
 abandoned branch ending in an error, subgraph namespaces and an interrupted head.
 """
@@ -29,7 +29,7 @@ from saver_client import HTTPSaver, HTTPStore
 from support.graphs import chat_config, chat_graph
 from support.processes import ServiceProcess
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "ui-test" / "tree.js"
 SCREENSHOT = ROOT / ".cache" / "ui" / "tree.png"
 MEMORY_SCRIPT = ROOT / "ui-test" / "memory.js"
