@@ -32,15 +32,27 @@ venv: $(VENV)/.installed
 .PHONY: test
 test:
 	$(MAKE) --no-print-directory -j2 --output-sync=target test-go test-deps
-	$(MAKE) --no-print-directory test-py test-js test-agent-server test-aws
+	$(MAKE) --no-print-directory test-py test-e2e test-js test-agent-server test-aws
 
 .PHONY: test-go
 test-go:
 	$(GO) test -race -count=1 ./...
 
+# The Python client's tests (python/tests), against a service of their own.
 .PHONY: test-py
-test-py: build venv ui-deps
+test-py: build venv
 	SAVER_BIN=$(abspath $(BIN)) $(PY) -m pytest -q python/tests
+
+# The service's own behaviour, through the Python client (e2e/): /ui in a
+# browser, TLS, metrics, kill -9 and SIGTERM under load, restarts, replicas,
+# concurrent calls, large values, DynamoDB and S3 failing. They share the
+# client tests' fixtures (python/tests/support/) and pytest settings
+# (python/pyproject.toml, hence -c).
+E2E = $(PY) -m pytest -q -c python/pyproject.toml --rootdir e2e
+
+.PHONY: test-e2e
+test-e2e: build venv ui-deps
+	SAVER_BIN=$(abspath $(BIN)) $(E2E) e2e
 
 # The TypeScript client (js/): its npm packages are installed from
 # js/package-lock.json into js/node_modules, only when missing or when the lock
@@ -128,8 +140,9 @@ test-integration:
 
 # The production stores on the local AWS stack: the Go integration tests (the
 # history checks of lincheck/ beside the others, each on tables of its own),
-# then the whole Python suite (conformance, graphs, restart) and the whole JS
-# suite against services on the dynamodb store. The stack is stopped whether
+# then the whole Python suite (conformance, graphs), the service's (e2e/:
+# restarts, kills, replicas, faults) and the whole JS suite against services
+# on the dynamodb store. The stack is stopped whether
 # the tests pass or not. The dynamo package alone takes about 6 minutes under
 # -race on 2 cores, and more on a busy machine, near go test's default
 # 10-minute limit: hence -timeout. Its thread of 10,000 checkpoints
@@ -143,6 +156,9 @@ test-aws: build venv ui-deps js-deps
 		SAVER_BIN=$(abspath $(BIN)) SAVER_STORE=dynamodb SAVER_INIT=true \
 		SAVER_TABLE=saver-pytest-$$$$ SAVER_BUCKET=saver-pytest-$$$$ \
 		$(PY) -m pytest -q python/tests && \
+		SAVER_BIN=$(abspath $(BIN)) SAVER_STORE=dynamodb SAVER_INIT=true \
+		SAVER_TABLE=saver-e2e-$$$$ SAVER_BUCKET=saver-e2e-$$$$ \
+		$(E2E) e2e && \
 		export SAVER_STORE=dynamodb SAVER_INIT=true \
 			SAVER_TABLE=saver-jstest-$$$$ SAVER_BUCKET=saver-jstest-$$$$ && \
 		( $(JS_TEST) ); } || rc=$$?; \
@@ -201,16 +217,16 @@ bench-memory: build $(BENCH_VENV)/.installed
 bench-quick: bench-tools
 	$(BENCH_PY) bench/run.py --quick
 
-# The browser test's tools (python/tests/test_ui.py): Debian's Chromium and
+# The browser test's tools (e2e/test_ui.py): Debian's Chromium and
 # ui-test's pinned npm packages, each installed only when missing.
 .PHONY: ui-deps
 ui-deps:
 	ui-test/setup.sh
 
-# Soak: python/tests/test_kill.py at full size, 20 kill -9s under 16 concurrent
+# Soak: e2e/test_kill.py at full size, 20 kill -9s under 16 concurrent
 # graph runs (and SIGTERM under that load), on the embedded store, then on
 # DynamoDB + S3 on the local AWS stack (stopped whether the tests pass or not),
-# with python/tests/test_scaleout.py at the same size there: three replicas on
+# with e2e/test_scaleout.py at the same size there: three replicas on
 # one table and bucket, one of them killed 20 times. `make test` runs the short
 # versions (5 kills under 8 runs; 3 under 6 for the replicas). The figures
 # (acknowledged / recovered / lost) are printed at the end of each run and kept
@@ -227,13 +243,13 @@ SOAK_LIN = SAVER_LIN_CLIENTS=16 SAVER_LIN_FAULTS=$(SOAK_KILLS) SAVER_LIN_OPS=500
 soak: build venv
 	$(SOAK_LIN) $(GO) test -count=1 -timeout 0 -v -run 'TestEmbeddedKill' ./lincheck/
 	SAVER_BIN=$(abspath $(BIN)) SAVER_KILL_ROUNDS=$(SOAK_KILLS) SAVER_KILL_RUNS=$(SOAK_RUNS) \
-		$(PY) -m pytest -q python/tests/test_kill.py
+		$(E2E) e2e/test_kill.py
 	rc=0; localstack/up.sh && { set -a && . ./$(LOCALSTACK_ENV) && set +a && \
 		SAVER_BIN=$(abspath $(BIN)) SAVER_STORE=dynamodb SAVER_INIT=true \
 		SAVER_TABLE=saver-soak-$$$$ SAVER_BUCKET=saver-soak-$$$$ \
 		SAVER_KILL_ROUNDS=$(SOAK_KILLS) SAVER_KILL_RUNS=$(SOAK_RUNS) \
 		SAVER_SCALEOUT_KILLS=$(SOAK_KILLS) SAVER_SCALEOUT_RUNS=$(SOAK_RUNS) \
-		$(PY) -m pytest -q python/tests/test_kill.py python/tests/test_scaleout.py && \
+		$(E2E) e2e/test_kill.py e2e/test_scaleout.py && \
 		$(SOAK_LIN) $(GO) test -count=1 -timeout 0 -v -tags integration -run 'TestDynamo' ./lincheck/ && \
 		SAVER_TREE_CHECKPOINTS=10000 $(GO) test -count=1 -timeout 0 -v -tags integration \
 			-run 'TestListNodesLongThread' ./dynamo/; } || rc=$$?; \

@@ -20,7 +20,7 @@ import (
 
 	"github.com/saver-dev/saver"
 	"github.com/saver-dev/saver/api"
-	"github.com/saver-dev/saver/mock"
+	"github.com/saver-dev/saver/api/apitest"
 )
 
 const (
@@ -30,7 +30,7 @@ const (
 
 func TestAuth(t *testing.T) {
 	var tenants []string
-	s := MustMockServer(t, &mock.Store{GetTupleFn: func(_ context.Context, ref saver.CheckpointRef) (*saver.Tuple, error) {
+	s := MustMockServer(t, &apitest.Store{GetTupleFn: func(_ context.Context, ref saver.CheckpointRef) (*saver.Tuple, error) {
 		tenants = append(tenants, ref.Tenant)
 		return nil, saver.Errorf(saver.ENOTFOUND, "none")
 	}})
@@ -94,7 +94,7 @@ func TestNewKeys_RefusesWeakKeys(t *testing.T) {
 func TestTLS(t *testing.T) {
 	dir := t.TempDir()
 	cert, key := writeSelfSigned(t, dir)
-	s := MustMockServer(t, &mock.Store{})
+	s := MustMockServer(t, &apitest.Store{})
 	s.TLSCert, s.TLSKey = cert, key
 	if err := s.Open("127.0.0.1:0"); err != nil {
 		t.Fatal(err)
@@ -110,7 +110,7 @@ func TestTLS(t *testing.T) {
 		t.Fatalf("TLS=%v status=%d", resp.TLS != nil, resp.StatusCode)
 	}
 
-	bad := MustMockServer(t, &mock.Store{})
+	bad := MustMockServer(t, &apitest.Store{})
 	bad.TLSCert, bad.TLSKey = filepath.Join(dir, "missing.pem"), key
 	if err := bad.Open("127.0.0.1:0"); err == nil {
 		t.Fatal("Open accepted a missing certificate")

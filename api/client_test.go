@@ -14,7 +14,7 @@ import (
 
 	"github.com/saver-dev/saver"
 	"github.com/saver-dev/saver/api"
-	"github.com/saver-dev/saver/mock"
+	"github.com/saver-dev/saver/api/apitest"
 )
 
 // clients are the two clients of the tests below, each way a client is
@@ -79,7 +79,7 @@ func TestBodiesBudget_Shares(t *testing.T) {
 	const wait = 500 * time.Millisecond
 	for _, tt := range clients {
 		t.Run(tt.name, func(t *testing.T) {
-			s := MustMockServer(t, &mock.Store{PutWritesFn: func(context.Context, saver.PutWrites) error { return nil }})
+			s := MustMockServer(t, &apitest.Store{PutWritesFn: func(context.Context, saver.PutWrites) error { return nil }})
 			withKeys(t, s, tt.keys)
 			s.MaxBodyBytes, s.MaxBodiesBytes, s.MaxClientBodiesBytes, s.MaxBodiesWait = 64<<10, 256<<10, 64<<10, wait
 			h := s.Handler()
@@ -148,7 +148,7 @@ func TestClientRequests(t *testing.T) {
 	for _, tt := range clients {
 		t.Run(tt.name, func(t *testing.T) {
 			entered, end := make(chan struct{}), make(chan struct{})
-			s := MustMockServer(t, &mock.Store{GetTupleFn: func(_ context.Context, ref saver.CheckpointRef) (*saver.Tuple, error) {
+			s := MustMockServer(t, &apitest.Store{GetTupleFn: func(_ context.Context, ref saver.CheckpointRef) (*saver.Tuple, error) {
 				if ref.ThreadID == "slow" {
 					entered <- struct{}{}
 					<-end

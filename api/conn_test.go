@@ -15,12 +15,12 @@ import (
 
 	"github.com/saver-dev/saver"
 	"github.com/saver-dev/saver/api"
-	"github.com/saver-dev/saver/mock"
+	"github.com/saver-dev/saver/api/apitest"
 )
 
 // openServer serves store on a free loopback port with short timeouts, set
 // by tune, and closes it when the test ends.
-func openServer(t *testing.T, store *mock.Store, tune func(*api.Server)) *api.Server {
+func openServer(t *testing.T, store *apitest.Store, tune func(*api.Server)) *api.Server {
 	t.Helper()
 	s := MustMockServer(t, store)
 	tune(s)
@@ -92,7 +92,7 @@ func TestConnections_Timeouts(t *testing.T) {
 	}
 
 	t.Run("Idle", func(t *testing.T) {
-		s := openServer(t, &mock.Store{}, tune)
+		s := openServer(t, &apitest.Store{}, tune)
 		c := dial(t, s)
 		r := bufio.NewReader(c)
 		if resp := get(t, c, r, "/healthz"); resp.StatusCode != 200 {
@@ -104,7 +104,7 @@ func TestConnections_Timeouts(t *testing.T) {
 	})
 
 	t.Run("SlowHeaders", func(t *testing.T) {
-		s := openServer(t, &mock.Store{}, tune)
+		s := openServer(t, &apitest.Store{}, tune)
 		c := dial(t, s)
 		if _, err := io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: x\r\n"); err != nil {
 			t.Fatal(err)
@@ -113,7 +113,7 @@ func TestConnections_Timeouts(t *testing.T) {
 	})
 
 	t.Run("SlowBody", func(t *testing.T) {
-		s := openServer(t, &mock.Store{}, tune) // the store is never reached
+		s := openServer(t, &apitest.Store{}, tune) // the store is never reached
 		c := dial(t, s)
 		// 100 bytes announced, 10 sent, the rest never.
 		if _, err := io.WriteString(c, "POST /v1/threads/t/copy HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"target_\""); err != nil {
@@ -141,7 +141,7 @@ func TestConnections_Timeouts(t *testing.T) {
 		// The body deadline is lifted once the body is in: store work that
 		// outlasts it is not cancelled.
 		entered := make(chan struct{})
-		s := openServer(t, &mock.Store{CopyThreadFn: func(ctx context.Context, _, _, _ string) error {
+		s := openServer(t, &apitest.Store{CopyThreadFn: func(ctx context.Context, _, _, _ string) error {
 			close(entered)
 			timer := time.NewTimer(3 * short)
 			defer timer.Stop()
@@ -165,7 +165,7 @@ func TestConnections_Timeouts(t *testing.T) {
 
 	t.Run("SlowHandlerPastWriteTimeout", func(t *testing.T) {
 		// An answer not written within the write timeout is cut off.
-		s := openServer(t, &mock.Store{GetTupleFn: func(ctx context.Context, _ saver.CheckpointRef) (*saver.Tuple, error) {
+		s := openServer(t, &apitest.Store{GetTupleFn: func(ctx context.Context, _ saver.CheckpointRef) (*saver.Tuple, error) {
 			<-ctx.Done() // the request timeout, after the write timeout
 			return nil, ctx.Err()
 		}}, func(s *api.Server) {
@@ -183,7 +183,7 @@ func TestConnections_Timeouts(t *testing.T) {
 // TestConnections_Cap: with MaxConns open connections, the next one is not
 // served until one of them closes.
 func TestConnections_Cap(t *testing.T) {
-	s := openServer(t, &mock.Store{}, func(s *api.Server) { s.MaxConns = 2 })
+	s := openServer(t, &apitest.Store{}, func(s *api.Server) { s.MaxConns = 2 })
 	var held []net.Conn
 	for i := 0; i < 2; i++ {
 		c := dial(t, s)
@@ -217,7 +217,7 @@ func TestConnections_Cap(t *testing.T) {
 // with a bad %-escape, was answered by net/http itself in text/plain. It gets
 // the API's JSON error body too.
 func TestMalformedRequestLine(t *testing.T) {
-	s := openServer(t, &mock.Store{}, func(*api.Server) {})
+	s := openServer(t, &apitest.Store{}, func(*api.Server) {})
 	for _, tt := range []struct {
 		name, request string
 		status        int
@@ -263,7 +263,7 @@ func TestMalformedRequestLine(t *testing.T) {
 // connections refused as soon as they are accepted, and another address is
 // served.
 func TestConnections_PerClient(t *testing.T) {
-	s := openServer(t, &mock.Store{}, func(s *api.Server) { s.MaxConns, s.MaxConnsPerClient = 8, 4 })
+	s := openServer(t, &apitest.Store{}, func(s *api.Server) { s.MaxConns, s.MaxConnsPerClient = 8, 4 })
 	from := func(ip string) net.Conn {
 		t.Helper()
 		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 10 * time.Second}

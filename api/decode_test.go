@@ -10,7 +10,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/saver-dev/saver"
-	"github.com/saver-dev/saver/mock"
+	"github.com/saver-dev/saver/api/apitest"
 )
 
 // raw is msgpack bytes put into a body as they are, where the encoder would
@@ -74,7 +74,7 @@ func TestDecodeBounds(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := MustMockServer(t, &mock.Store{}) // any store call panics: bad input must not reach it
+			s := MustMockServer(t, &apitest.Store{}) // any store call panics: bad input must not reach it
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
 			rec := do(t, s, "POST", tt.path, tt.ctype, tt.body)
@@ -123,7 +123,7 @@ func TestDecodeStrict(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := MustMockServer(t, &mock.Store{})
+			s := MustMockServer(t, &apitest.Store{})
 			rec := do(t, s, "POST", tt.path, tt.ctype, tt.body)
 			if got, want := rec.Code, tt.status; got != want {
 				t.Fatalf("Code=%d, want %d (body %s)", got, want, rec.Body)
@@ -139,7 +139,7 @@ func TestDecodeStrict(t *testing.T) {
 // names, a charset on JSON, escaped keys and a surrogate pair.
 func TestDecodeStrict_Accepts(t *testing.T) {
 	var got []string
-	s := MustMockServer(t, &mock.Store{CopyThreadFn: func(_ context.Context, _, _, dst string) error {
+	s := MustMockServer(t, &apitest.Store{CopyThreadFn: func(_ context.Context, _, _, dst string) error {
 		got = append(got, dst)
 		return nil
 	}})
@@ -184,7 +184,7 @@ func TestJSONInvalidUTF8(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := MustMockServer(t, &mock.Store{}) // the store is never reached
+			s := MustMockServer(t, &apitest.Store{}) // the store is never reached
 			rec := do(t, s, "POST", tt.path, js, tt.body)
 			if got, want := rec.Code, 400; got != want {
 				t.Fatalf("Code=%d, want %d (body %s)", got, want, rec.Body)
@@ -216,7 +216,7 @@ func TestDecodeBudget(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := MustMockServer(t, &mock.Store{})
+			s := MustMockServer(t, &apitest.Store{})
 			s.MaxBodyBytes = int64(2 * n)
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
@@ -258,7 +258,7 @@ func TestDecodeAmplification(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := MustMockServer(t, &mock.Store{}) // any store call panics: nothing may be stored or listed
+			s := MustMockServer(t, &apitest.Store{}) // any store call panics: nothing may be stored or listed
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
 			rec := do(t, s, "POST", tt.path, tt.ctype, tt.body)

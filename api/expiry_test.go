@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/saver-dev/saver"
-	"github.com/saver-dev/saver/mock"
+	"github.com/saver-dev/saver/api/apitest"
 	"github.com/saver-dev/saver/ttl"
 )
 
@@ -26,7 +26,7 @@ func TestExpiry(t *testing.T) {
 		Scope:         saver.ScopeSession,
 		ExpiresAt:     now.Unix() + 600, // second half of a 1h lifetime
 	}}
-	s := MustMockServer(t, &mock.Store{
+	s := MustMockServer(t, &apitest.Store{
 		PutCheckpointFn: func(_ context.Context, in saver.PutCheckpoint) error { put = in; return nil },
 		PutWritesFn:     func(_ context.Context, in saver.PutWrites) error { writes = in; return nil },
 		GetTupleFn: func(context.Context, saver.CheckpointRef) (*saver.Tuple, error) {
@@ -89,7 +89,7 @@ func TestExpiry(t *testing.T) {
 
 func TestExpectedHead(t *testing.T) {
 	var got saver.PutCheckpoint
-	st := &mock.Store{PutCheckpointFn: func(_ context.Context, in saver.PutCheckpoint) error {
+	st := &apitest.Store{PutCheckpointFn: func(_ context.Context, in saver.PutCheckpoint) error {
 		got = in
 		if in.ExpectHead != nil && *in.ExpectHead != "c0" {
 			return saver.Errorf(saver.ECONFLICT, "The head moved.")

@@ -9,13 +9,13 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/saver-dev/saver"
-	"github.com/saver-dev/saver/mock"
+	"github.com/saver-dev/saver/api/apitest"
 )
 
 // acceptingStore accepts every call, so the fuzzer exercises decoding and
 // validation rather than store errors.
-func acceptingStore() *mock.Store {
-	return &mock.Store{
+func acceptingStore() *apitest.Store {
+	return &apitest.Store{
 		PutCheckpointFn: func(context.Context, saver.PutCheckpoint) error { return nil },
 		PutWritesFn:     func(context.Context, saver.PutWrites) error { return nil },
 		ListCheckpointsFn: func(context.Context, saver.ListFilter) ([]*saver.Tuple, error) {

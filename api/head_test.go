@@ -5,14 +5,14 @@ import (
 	"testing"
 
 	"github.com/saver-dev/saver"
-	"github.com/saver-dev/saver/mock"
+	"github.com/saver-dev/saver/api/apitest"
 )
 
 // TestHead: HEAD on a GET route answered 404 or 405, since echo registers
 // no HEAD routes. It now answers as GET would, without the body, and is
 // still counted as HEAD.
 func TestHead(t *testing.T) {
-	s := MustMockServer(t, &mock.Store{GetTupleFn: func(_ context.Context, ref saver.CheckpointRef) (*saver.Tuple, error) {
+	s := MustMockServer(t, &apitest.Store{GetTupleFn: func(_ context.Context, ref saver.CheckpointRef) (*saver.Tuple, error) {
 		if ref.ID == "gone" {
 			return nil, saver.Errorf(saver.ENOTFOUND, "No checkpoint.")
 		}

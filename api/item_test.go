@@ -8,7 +8,7 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
-	"github.com/saver-dev/saver/mock"
+	"github.com/saver-dev/saver/api/apitest"
 	"github.com/saver-dev/saver/storetest"
 )
 
@@ -136,7 +136,7 @@ func TestStoreBatchInvalid(t *testing.T) {
 
 // TestStoreRouteNeedsCapability: a store without items never has the route.
 func TestStoreRouteNeedsCapability(t *testing.T) {
-	s := MustServer(t, &mock.Store{})
+	s := MustServer(t, &apitest.Store{})
 	rec := do(t, s, "POST", "/v1/store/batch", "application/json", []byte(`{"ops": []}`))
 	if rec.Code != 404 {
 		t.Fatalf("without Items: %d, want 404", rec.Code)

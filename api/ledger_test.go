@@ -9,14 +9,14 @@ import (
 
 	"github.com/saver-dev/saver"
 	"github.com/saver-dev/saver/api"
-	"github.com/saver-dev/saver/mock"
+	"github.com/saver-dev/saver/api/apitest"
 )
 
 func TestLedger(t *testing.T) {
 	var gotClaim saver.ClaimRequest
 	var gotResult saver.Typed
 	lease := time.UnixMilli(1_800_000_000_000)
-	s := MustMockServer(t, &mock.Store{
+	s := MustMockServer(t, &apitest.Store{
 		ClaimFn: func(_ context.Context, in saver.ClaimRequest) (*saver.Claim, error) {
 			gotClaim = in
 			return &saver.Claim{Key: in.Key, State: saver.ClaimClaimed, Token: "tok", LeaseExpiresAt: lease, Attempt: 1}, nil

@@ -15,7 +15,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/saver-dev/saver"
-	"github.com/saver-dev/saver/mock"
+	"github.com/saver-dev/saver/api/apitest"
 	"github.com/saver-dev/saver/storetest"
 )
 
@@ -51,7 +51,7 @@ func TestCheckpointIDKeyLength(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			// Only the tree's read of links is allowed; nothing may be stored.
-			s := MustMockServer(t, &mock.Store{ListNodesFn: func(context.Context, string, string) ([]saver.Node, error) {
+			s := MustMockServer(t, &apitest.Store{ListNodesFn: func(context.Context, string, string) ([]saver.Node, error) {
 				return []saver.Node{{ThreadID: "t", ID: "c1"}}, nil
 			}})
 			ctype := ""
@@ -93,7 +93,7 @@ func TestClaimDurationsOutOfRange(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := MustMockServer(t, &mock.Store{ClaimFn: func(_ context.Context, in saver.ClaimRequest) (*saver.Claim, error) {
+			s := MustMockServer(t, &apitest.Store{ClaimFn: func(_ context.Context, in saver.ClaimRequest) (*saver.Claim, error) {
 				t.Errorf("claim reached the ledger with lease %s, ttl %s", in.Lease, in.TTL)
 				return &saver.Claim{Key: in.Key, State: saver.ClaimClaimed, Token: "t", Attempt: 1}, nil
 			}})
@@ -123,7 +123,7 @@ func TestBodiesBudget(t *testing.T) {
 	}
 	holding, release := make(chan struct{}), make(chan struct{})
 	var stored atomic.Int32
-	store := &mock.Store{PutWritesFn: func(_ context.Context, in saver.PutWrites) error {
+	store := &apitest.Store{PutWritesFn: func(_ context.Context, in saver.PutWrites) error {
 		if len(in.Writes[0].Value.Data) > 30<<10 { // the 50 KiB body's
 			close(holding) // the large body is in, and held until release
 			<-release
@@ -210,7 +210,7 @@ func TestBodiesBudgetCountsDecoded(t *testing.T) {
 	}
 	body := []byte(b.String() + "}}")
 	entered, release := make(chan struct{}, requests), make(chan struct{})
-	s := MustMockServer(t, &mock.Store{PutCheckpointFn: func(context.Context, saver.PutCheckpoint) error {
+	s := MustMockServer(t, &apitest.Store{PutCheckpointFn: func(context.Context, saver.PutCheckpoint) error {
 		entered <- struct{}{}
 		<-release
 		return nil
@@ -307,7 +307,7 @@ func TestChunkedBodyDecodedOverTheShare(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, chunked := range []bool{false, true} {
-		s := MustMockServer(t, &mock.Store{PutCheckpointFn: func(context.Context, saver.PutCheckpoint) error { return nil }})
+		s := MustMockServer(t, &apitest.Store{PutCheckpointFn: func(context.Context, saver.PutCheckpoint) error { return nil }})
 		s.MaxBodyBytes, s.MaxBodiesBytes, s.MaxClientBodiesBytes, s.MaxBodiesWait = 64<<10, 4<<20, 64<<10, 2*time.Second
 		req := httptest.NewRequest("POST", "/v1/threads/t/checkpoints", bytes.NewReader(body))
 		req.Header.Set("Content-Type", "application/msgpack")

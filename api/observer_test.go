@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/saver-dev/saver"
-	"github.com/saver-dev/saver/mock"
+	"github.com/saver-dev/saver/api/apitest"
 )
 
 // labels records what the server tells its Observer.
@@ -31,7 +31,7 @@ func (l *labels) ObserveItemOp(string) {}
 // methods and routes the server serves do; the rest are "other" and
 // "unmatched".
 func TestObserverLabels(t *testing.T) {
-	s := MustMockServer(t, &mock.Store{GetTupleFn: func(_ context.Context, ref saver.CheckpointRef) (*saver.Tuple, error) {
+	s := MustMockServer(t, &apitest.Store{GetTupleFn: func(_ context.Context, ref saver.CheckpointRef) (*saver.Tuple, error) {
 		return &saver.Tuple{Checkpoint: saver.Checkpoint{CheckpointRef: ref}}, nil
 	}})
 	l := &labels{seen: map[[2]string]int{}}

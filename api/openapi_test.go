@@ -8,14 +8,14 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/saver-dev/saver/mock"
+	"github.com/saver-dev/saver/api/apitest"
 )
 
 // TestOpenAPIMatchesRoutes checks the OpenAPI document against the routes a
 // server with every optional capability registers: each route is
 // documented and each documented route exists.
 func TestOpenAPIMatchesRoutes(t *testing.T) {
-	s := MustMockServer(t, &mock.Store{}) // tree, ledger and expiry: every capability with routes
+	s := MustMockServer(t, &apitest.Store{}) // tree, ledger and expiry: every capability with routes
 	s.Metrics = http.NotFoundHandler()
 	rec := do(t, s, "GET", "/openapi.yaml", "", nil)
 	if rec.Code != 200 {

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/saver-dev/saver"
-	"github.com/saver-dev/saver/mock"
+	"github.com/saver-dev/saver/api/apitest"
 )
 
 // TestQueryStrict: a query string that does not parse (a bad %-escape, a
@@ -29,7 +29,7 @@ func TestQueryStrict(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := MustMockServer(t, &mock.Store{}) // the store is never reached
+			s := MustMockServer(t, &apitest.Store{}) // the store is never reached
 			rec := do(t, s, "GET", tt.path, "", nil)
 			if got, want := rec.Code, 400; got != want {
 				t.Fatalf("Code=%d, want %d (body %s)", got, want, rec.Body)
@@ -45,7 +45,7 @@ func TestQueryStrict(t *testing.T) {
 // latest", still work.
 func TestQueryStrict_Accepts(t *testing.T) {
 	var got []saver.CheckpointRef
-	s := MustMockServer(t, &mock.Store{GetTupleFn: func(_ context.Context, ref saver.CheckpointRef) (*saver.Tuple, error) {
+	s := MustMockServer(t, &apitest.Store{GetTupleFn: func(_ context.Context, ref saver.CheckpointRef) (*saver.Tuple, error) {
 		got = append(got, ref)
 		return &saver.Tuple{Checkpoint: saver.Checkpoint{CheckpointRef: ref}}, nil
 	}})

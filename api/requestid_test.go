@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/saver-dev/saver/mock"
+	"github.com/saver-dev/saver/api/apitest"
 )
 
 // TestRequestIDBounded: a client's X-Request-ID is echoed when it is a
@@ -14,7 +14,7 @@ import (
 // replaced by the service's own, so no client can grow the logs or the
 // answer with it.
 func TestRequestIDBounded(t *testing.T) {
-	s := MustMockServer(t, &mock.Store{})
+	s := MustMockServer(t, &apitest.Store{})
 	tests := []struct {
 		name, id string
 		echoed   bool

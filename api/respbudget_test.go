@@ -19,8 +19,8 @@ import (
 
 	"github.com/saver-dev/saver"
 	"github.com/saver-dev/saver/api"
+	"github.com/saver-dev/saver/api/apitest"
 	"github.com/saver-dev/saver/embedded"
-	"github.com/saver-dev/saver/mock"
 	"github.com/saver-dev/saver/storetest"
 )
 
@@ -117,7 +117,7 @@ func TestResponseBudget(t *testing.T) {
 	const size = 1 << 20
 	holding, release := make(chan struct{}), make(chan struct{})
 	var first sync.Once
-	m := &mock.Store{GetTupleFn: func(ctx context.Context, ref saver.CheckpointRef) (*saver.Tuple, error) {
+	m := &apitest.Store{GetTupleFn: func(ctx context.Context, ref saver.CheckpointRef) (*saver.Tuple, error) {
 		// As a store does: its reads are charged before they are decoded.
 		n := size
 		if ref.ID == "huge" {
@@ -173,7 +173,7 @@ func TestResponseBudget(t *testing.T) {
 // whatever the codec: a mock store that charges nothing still cannot answer
 // more than the budget holds.
 func TestResponseBudgetMsgpackEncoding(t *testing.T) {
-	m := &mock.Store{GetTupleFn: func(ctx context.Context, ref saver.CheckpointRef) (*saver.Tuple, error) {
+	m := &apitest.Store{GetTupleFn: func(ctx context.Context, ref saver.CheckpointRef) (*saver.Tuple, error) {
 		return &saver.Tuple{Checkpoint: saver.Checkpoint{CheckpointRef: ref, Body: saver.Typed{Type: "bytes", Data: make([]byte, 2<<20)}}}, nil
 	}}
 	s := MustServer(t, m)
@@ -213,7 +213,7 @@ func TestResponseBudget_Shares(t *testing.T) {
 	for _, tt := range clients {
 		t.Run(tt.name, func(t *testing.T) {
 			holding, release := make(chan struct{}, 5), make(chan struct{})
-			m := &mock.Store{GetTupleFn: func(ctx context.Context, ref saver.CheckpointRef) (*saver.Tuple, error) {
+			m := &apitest.Store{GetTupleFn: func(ctx context.Context, ref saver.CheckpointRef) (*saver.Tuple, error) {
 				n := size
 				if ref.ID == "holder" {
 					n = 3 * size / 2
@@ -279,7 +279,7 @@ func TestSearchPageShortensToTheBudget(t *testing.T) {
 	for i := 9; i >= 0; i-- {
 		ids = append(ids, fmt.Sprintf("c%d", i)) // newest first
 	}
-	m := &mock.Store{ListCheckpointsFn: func(ctx context.Context, f saver.ListFilter) ([]*saver.Tuple, error) {
+	m := &apitest.Store{ListCheckpointsFn: func(ctx context.Context, f saver.ListFilter) ([]*saver.Tuple, error) {
 		var out []*saver.Tuple
 		for _, id := range ids {
 			if f.After != nil && id >= f.After.ID {
@@ -334,7 +334,7 @@ func TestSearchPageShortensToTheBudget(t *testing.T) {
 // once, not after a read of the page for every halving.
 func TestSearchPageShortensOnlyForTheBudget(t *testing.T) {
 	var calls atomic.Int64
-	m := &mock.Store{ListCheckpointsFn: func(context.Context, saver.ListFilter) ([]*saver.Tuple, error) {
+	m := &apitest.Store{ListCheckpointsFn: func(context.Context, saver.ListFilter) ([]*saver.Tuple, error) {
 		calls.Add(1)
 		return nil, saver.Errorf(saver.ETOOLARGE, "Checkpoint c1's metadata is over the limits.")
 	}}

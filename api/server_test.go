@@ -17,8 +17,8 @@ import (
 
 	"github.com/saver-dev/saver"
 	"github.com/saver-dev/saver/api"
+	"github.com/saver-dev/saver/api/apitest"
 	"github.com/saver-dev/saver/embedded"
-	"github.com/saver-dev/saver/mock"
 )
 
 // MustServer returns a server on store that logs nowhere, with no
@@ -33,7 +33,7 @@ func MustServer(tb testing.TB, store saver.Store) *api.Server {
 // MustMockServer returns a server on m with the capabilities a mock has
 // wired: its tree, ledger and expiry methods call the test's functions.
 // Conditional puts are not wired (see TestExpectedHead).
-func MustMockServer(tb testing.TB, m *mock.Store) *api.Server {
+func MustMockServer(tb testing.TB, m *apitest.Store) *api.Server {
 	tb.Helper()
 	s := MustServer(tb, m)
 	s.Capabilities = api.Capabilities{Tree: m, Ledger: m, Expirer: m, Items: m, Backup: m}
@@ -98,7 +98,7 @@ func TestErrorMapping(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := MustMockServer(t, &mock.Store{GetTupleFn: func(context.Context, saver.CheckpointRef) (*saver.Tuple, error) {
+			s := MustMockServer(t, &apitest.Store{GetTupleFn: func(context.Context, saver.CheckpointRef) (*saver.Tuple, error) {
 				return nil, tt.err
 			}})
 			rec := do(t, s, "GET", "/v1/threads/t1/checkpoint", "", nil)
@@ -119,7 +119,7 @@ func TestErrorMapping(t *testing.T) {
 }
 
 func TestRoutes_Unknown(t *testing.T) {
-	s := MustMockServer(t, &mock.Store{})
+	s := MustMockServer(t, &apitest.Store{})
 	for _, tt := range []struct{ method, path string }{
 		{"GET", "/v1/nope"},
 		{"PATCH", "/v1/threads/t1/checkpoints"},
@@ -149,7 +149,7 @@ func putBody() map[string]any {
 
 func TestCheckpointPut_Msgpack(t *testing.T) {
 	var got saver.PutCheckpoint
-	s := MustMockServer(t, &mock.Store{PutCheckpointFn: func(_ context.Context, in saver.PutCheckpoint) error {
+	s := MustMockServer(t, &apitest.Store{PutCheckpointFn: func(_ context.Context, in saver.PutCheckpoint) error {
 		got = in
 		return nil
 	}})
@@ -182,7 +182,7 @@ func TestCheckpointPut_Msgpack(t *testing.T) {
 
 func TestCheckpointPut_JSONKeepsNumberTypes(t *testing.T) {
 	var got saver.PutCheckpoint
-	s := MustMockServer(t, &mock.Store{PutCheckpointFn: func(_ context.Context, in saver.PutCheckpoint) error {
+	s := MustMockServer(t, &apitest.Store{PutCheckpointFn: func(_ context.Context, in saver.PutCheckpoint) error {
 		got = in
 		return nil
 	}})
@@ -259,7 +259,7 @@ func TestBadInput(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := MustMockServer(t, &mock.Store{}) // any store call panics: bad input must not reach it
+			s := MustMockServer(t, &apitest.Store{}) // any store call panics: bad input must not reach it
 			s.MaxBodyBytes = 1 << 20
 			rec := do(t, s, tt.method, tt.path, tt.ctype, tt.body)
 			if got, want := rec.Code, tt.status; got != want {
@@ -279,7 +279,7 @@ func TestSearch_Paging(t *testing.T) {
 	for _, id := range []string{"5", "4", "3", "2", "1"} {
 		all = append(all, &saver.Tuple{Checkpoint: saver.Checkpoint{CheckpointRef: saver.CheckpointRef{ThreadID: "t", ID: id}, Body: saver.Typed{Type: "msgpack"}}})
 	}
-	s := MustMockServer(t, &mock.Store{ListCheckpointsFn: func(_ context.Context, f saver.ListFilter) ([]*saver.Tuple, error) {
+	s := MustMockServer(t, &apitest.Store{ListCheckpointsFn: func(_ context.Context, f saver.ListFilter) ([]*saver.Tuple, error) {
 		var out []*saver.Tuple
 		for _, tp := range all {
 			if f.Matches(&tp.Checkpoint) && (f.Limit == 0 || len(out) < f.Limit) {
@@ -332,7 +332,7 @@ func TestSearch_Paging(t *testing.T) {
 }
 
 func TestHealth(t *testing.T) {
-	s := MustMockServer(t, &mock.Store{})
+	s := MustMockServer(t, &apitest.Store{})
 	for _, p := range []string{"/healthz", "/readyz"} {
 		if rec := do(t, s, "GET", p, "", nil); rec.Code != http.StatusOK {
 			t.Fatalf("%s: Code=%d", p, rec.Code)
@@ -341,7 +341,7 @@ func TestHealth(t *testing.T) {
 }
 
 func TestPanicRecovered(t *testing.T) {
-	s := MustMockServer(t, &mock.Store{GetTupleFn: func(context.Context, saver.CheckpointRef) (*saver.Tuple, error) {
+	s := MustMockServer(t, &apitest.Store{GetTupleFn: func(context.Context, saver.CheckpointRef) (*saver.Tuple, error) {
 		panic("store bug")
 	}})
 	rec := do(t, s, "GET", "/v1/threads/t/checkpoint", "", nil)

@@ -9,14 +9,14 @@ import (
 	"time"
 
 	"github.com/saver-dev/saver"
-	"github.com/saver-dev/saver/mock"
+	"github.com/saver-dev/saver/api/apitest"
 )
 
 // TestClose_DrainsInFlight holds a put inside the store while the server
 // shuts down: the put must still be answered 200, and new requests refused.
 func TestClose_DrainsInFlight(t *testing.T) {
 	entered, release := make(chan struct{}), make(chan struct{})
-	s := MustMockServer(t, &mock.Store{PutCheckpointFn: func(context.Context, saver.PutCheckpoint) error {
+	s := MustMockServer(t, &apitest.Store{PutCheckpointFn: func(context.Context, saver.PutCheckpoint) error {
 		close(entered)
 		<-release
 		return nil

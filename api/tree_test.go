@@ -10,7 +10,7 @@ import (
 
 	"github.com/saver-dev/saver"
 	"github.com/saver-dev/saver/api"
-	"github.com/saver-dev/saver/mock"
+	"github.com/saver-dev/saver/api/apitest"
 	"github.com/saver-dev/saver/storetest"
 )
 
@@ -26,7 +26,7 @@ func forked() []saver.Node {
 }
 
 func TestTree(t *testing.T) {
-	s := MustMockServer(t, &mock.Store{ListNodesFn: func(_ context.Context, _, tid string) ([]saver.Node, error) {
+	s := MustMockServer(t, &apitest.Store{ListNodesFn: func(_ context.Context, _, tid string) ([]saver.Node, error) {
 		if tid != "t" {
 			return nil, nil
 		}
@@ -107,7 +107,7 @@ func TestTree(t *testing.T) {
 // read, while the live steps' writes are.
 func TestTreeContextValues(t *testing.T) {
 	var read []string
-	s := MustMockServer(t, &mock.Store{
+	s := MustMockServer(t, &apitest.Store{
 		ListNodesFn: func(context.Context, string, string) ([]saver.Node, error) { return forked(), nil },
 		GetTupleFn: func(_ context.Context, ref saver.CheckpointRef) (*saver.Tuple, error) {
 			read = append(read, ref.ID)
@@ -170,7 +170,7 @@ func TestTreeContextValues(t *testing.T) {
 type storeOnly struct{ saver.Store }
 
 func TestTreeAndLedgerRoutesOnlyWhenSupported(t *testing.T) {
-	s := MustServer(t, storeOnly{&mock.Store{}})
+	s := MustServer(t, storeOnly{&apitest.Store{}})
 	for _, p := range []struct{ method, path string }{
 		{"GET", "/v1/threads/t/tree"},
 		{"POST", "/v1/idempotency/claim"},
@@ -187,7 +187,7 @@ func TestTreeAndLedgerRoutesOnlyWhenSupported(t *testing.T) {
 // look for them, so their routes are absent and a conditional put is
 // refused, until they are wired.
 func TestCapabilitiesOnlyAsWired(t *testing.T) {
-	st := &mock.Store{
+	st := &apitest.Store{
 		ListNodesFn: func(context.Context, string, string) ([]saver.Node, error) {
 			return []saver.Node{{ThreadID: "t", ID: "c1"}}, nil
 		},

@@ -5,13 +5,13 @@ import (
 	"testing"
 
 	"github.com/saver-dev/saver/api"
-	"github.com/saver-dev/saver/mock"
+	"github.com/saver-dev/saver/api/apitest"
 )
 
 // TestUIViews: the /ui page names the views whose routes the server has,
 // and is absent when it has neither.
 func TestUIViews(t *testing.T) {
-	m := &mock.Store{}
+	m := &apitest.Store{}
 	tests := []struct {
 		name  string
 		caps  api.Capabilities

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/saver-dev/saver"
-	"github.com/saver-dev/saver/mock"
+	"github.com/saver-dev/saver/api/apitest"
 	"github.com/saver-dev/saver/storetest"
 )
 
@@ -16,7 +16,7 @@ import (
 // size, and a hostile value's markup escaped in the JSON, never raw.
 func TestCheckpointValues(t *testing.T) {
 	var asked saver.CheckpointRef
-	s := MustMockServer(t, &mock.Store{
+	s := MustMockServer(t, &apitest.Store{
 		GetTupleFn: func(_ context.Context, ref saver.CheckpointRef) (*saver.Tuple, error) {
 			asked = ref
 			return &saver.Tuple{

@@ -230,38 +230,51 @@ func (r *capacityRecorder) PutItem(ctx context.Context, in *dynamodb.PutItemInpu
 	return out, err
 }
 
-// TestMeasureBlobGuards logs what keeping blob lifetimes costs a put of a
+// TestMeasureBlobGuards pins what keeping blob lifetimes costs a put of a
 // 2 KB checkpoint bringing one 1 KB blob and referencing ten others (of
 // 1 KB), against the same put referencing none, with and without an
 // expiry: the namespace's lifetimes item is updated in the put's
-// transaction, conditioned on the entries of the referenced blobs.
+// transaction, conditioned on the entries of the referenced blobs, so
+// referencing blobs adds no request and no write unit: one
+// TransactWriteItems of 18 units in every case (as the local stack counts
+// them), logged for the record.
 func TestMeasureBlobGuards(t *testing.T) {
 	st := localstack.MustStore(t)
 	rec := &capacityRecorder{DynamoAPI: st.DB}
 	clock := storetest.NewClock()
 	s := dynamo.NewStore(rec, st.Store.Table())
 	s.Now = clock.Now
-	measure := func(name string, exp int64, refs int) {
+	expiring := clock.Now().Add(time.Hour).Unix()
+	for _, tc := range []struct {
+		name  string
+		exp   int64
+		refs  int
+		units float64
+	}{
+		{"no blob referenced", 0, 0, 18},
+		{"default policy, 10 referenced", 0, 10, 18},
+		{"expiring, no blob referenced", expiring, 0, 18},
+		{"expiring, 10 referenced", expiring, 10, 18},
+	} {
 		ref := storetest.NewRef()
-		parent := storetest.Expiring(storetest.NewCheckpoint(ref, "0001"), exp)
+		parent := storetest.Expiring(storetest.NewCheckpoint(ref, "0001"), tc.exp)
 		for i := range 10 {
 			storetest.SetChannel(&parent, fmt.Sprint("ch", i), "1", strings.Repeat("v", 1<<10))
 		}
 		storetest.MustPutCheckpoint(t, s, parent)
-		in := storetest.Expiring(storetest.NewCheckpoint(ref, "0002"), exp)
+		in := storetest.Expiring(storetest.NewCheckpoint(ref, "0002"), tc.exp)
 		in.ParentID = parent.ID
 		in.Body = saver.Typed{Type: "msgpack", Data: []byte(strings.Repeat("b", 2<<10))}
-		for i := range refs {
+		for i := range tc.refs {
 			in.ChannelVersions[fmt.Sprint("ch", i)] = "1"
 		}
 		storetest.SetChannel(&in, "new", "2", strings.Repeat("n", 1<<10))
 		st.DBRequests.Reset()
 		rec.units = 0
 		storetest.MustPutCheckpoint(t, s, in)
-		t.Logf("%-34s %v  %.0f capacity units", name, st.DBRequests.Snapshot(), rec.units)
+		t.Logf("%-34s %v  %.0f capacity units", tc.name, st.DBRequests.Snapshot(), rec.units)
+		if got := st.DBRequests.Snapshot()["TransactWriteItems"]; got != 1 || st.DBRequests.Total() != 1 || rec.units != tc.units {
+			t.Fatalf("%s: the put sent %v for %.0f capacity units, want one TransactWriteItems for %.0f", tc.name, st.DBRequests.Snapshot(), rec.units, tc.units)
+		}
 	}
-	measure("no blob referenced", 0, 0)
-	measure("default policy, 10 referenced", 0, 10)
-	measure("expiring, no blob referenced", clock.Now().Add(time.Hour).Unix(), 0)
-	measure("expiring, 10 referenced", clock.Now().Add(time.Hour).Unix(), 10)
 }

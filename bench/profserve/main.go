@@ -37,9 +37,9 @@ import (
 
 	"github.com/saver-dev/saver"
 	"github.com/saver-dev/saver/api"
+	"github.com/saver-dev/saver/api/apitest"
 	"github.com/saver-dev/saver/dynamo"
 	"github.com/saver-dev/saver/embedded"
-	"github.com/saver-dev/saver/mock"
 	"github.com/saver-dev/saver/s3offload"
 )
 
@@ -123,9 +123,9 @@ func run(store, db, table, bucket, addrFile, pprofFile string) error {
 }
 
 // nullStore keeps nothing: writes succeed, reads find nothing.
-func nullStore() *mock.Store {
+func nullStore() *apitest.Store {
 	notFound := saver.Errorf(saver.ENOTFOUND, "The null store keeps nothing.")
-	return &mock.Store{
+	return &apitest.Store{
 		PutCheckpointFn: func(context.Context, saver.PutCheckpoint) error { return nil },
 		PutWritesFn:     func(context.Context, saver.PutWrites) error { return nil },
 		GetTupleFn:      func(context.Context, saver.CheckpointRef) (*saver.Tuple, error) { return nil, notFound },

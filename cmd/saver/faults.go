@@ -1,6 +1,6 @@
 package main
 
-// TEST ONLY. Fault injection for the reliability tests (python/tests/test_faults.py):
+// TEST ONLY. Fault injection for the reliability tests (e2e/test_faults.py):
 //
 //	SAVER_FAULTS=dynamodb:throttle=0.3      answer 30% of DynamoDB requests with ThrottlingException
 //	SAVER_FAULTS_STATS=/tmp/faults.json     where to keep the counts of requests and injected faults

@@ -21,7 +21,7 @@ from saver_client import HTTPSaver, HTTPStore, SaverConnectionError
 from saver_client.agent_server import checkpointer, store_config_from_env
 from saver_client.agent_server import store as agent_store
 
-from helpers import Durability
+from support.compare import Durability
 from support.processes import ServiceProcess
 
 

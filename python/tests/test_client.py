@@ -12,7 +12,6 @@ import time
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, cast
 
@@ -20,11 +19,7 @@ import httpx
 import ormsgpack
 import pytest
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import (
-    Checkpoint,
-    CheckpointMetadata,
-    CheckpointTuple,
-)
+from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.checkpoint.base.id import uuid6
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
@@ -46,38 +41,10 @@ from saver_client import (
 )
 from saver_client._transport import parse_retry_after
 
+from support.checkpoints import checkpoint, config, meta
+
 # Retries in tests must be fast and few: the behaviour is what matters.
 FAST = RetryPolicy(max_attempts=3, max_delay=10.0, backoff=0.001, max_backoff=0.01)
-
-
-def checkpoint(
-    values: dict[str, Any] | None = None,
-    versions: dict[str, Any] | None = None,
-    **extra: Any,
-) -> Checkpoint:
-    values = values or {}
-    cp: dict[str, Any] = {
-        "v": 4,
-        "id": str(uuid6(clock_seq=-1)),
-        "ts": datetime.now(timezone.utc).isoformat(),
-        "channel_values": values,
-        "channel_versions": versions if versions is not None else {k: 1 for k in values},
-        "versions_seen": {},
-        "updated_channels": None,
-        **extra,
-    }
-    return cp  # type: ignore[return-value]
-
-
-def config(thread_id: str, ns: str = "", checkpoint_id: str | None = None) -> RunnableConfig:
-    conf: dict[str, Any] = {"thread_id": thread_id, "checkpoint_ns": ns}
-    if checkpoint_id:
-        conf["checkpoint_id"] = checkpoint_id
-    return {"configurable": conf}
-
-
-def meta(step: int = 0, **extra: Any) -> CheckpointMetadata:
-    return {"source": "loop", "step": step, "parents": {}, **extra}  # type: ignore[typeddict-item]
 
 
 def put_chain(

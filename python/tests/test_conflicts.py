@@ -203,17 +203,36 @@ def test_stale_parent(put: Callable[..., str], thread_id: str) -> None:
     put(thread_id, second, "input")
 
 
+def children(url: str, thread_id: str) -> dict[str | None, set[str]]:
+    """The thread's checkpoint ids by parent id."""
+    out: dict[str | None, set[str]] = {}
+    for t in history(url, thread_id):
+        out.setdefault(parent_id(t), set()).add(checkpoint_id(t))
+    return out
+
+
 @pytest.mark.parametrize("source", ["update", "fork"])
-def test_branches_are_not_conditioned(put: Callable[..., str], thread_id: str, source: str) -> None:
+def test_branches_are_not_conditioned(
+    put: Callable[..., str], saver_url: str, thread_id: str, source: str
+) -> None:
     first = put(thread_id, None)
-    put(thread_id, first)
-    put(thread_id, first, source)
+    second = put(thread_id, first)
+    branch = put(thread_id, first, source)
+    # Stored under the older checkpoint it branches off, beside the head it
+    # did not follow, and the thread's head now.
+    assert children(saver_url, thread_id) == {None: {first}, first: {second, branch}}
+    head = history(saver_url, thread_id)[0]
+    assert (checkpoint_id(head), head.metadata["source"]) == (branch, source)
 
 
-def test_default_sends_no_condition(put: Callable[..., str], thread_id: str) -> None:
+def test_default_sends_no_condition(put: Callable[..., str], saver_url: str, thread_id: str) -> None:
     first = put(thread_id, None, detect=False)
-    put(thread_id, first, detect=False)
-    put(thread_id, first, detect=False)
+    second = put(thread_id, first, detect=False)
+    stale = put(thread_id, first, detect=False)
+    # Without the condition the stale put is stored: a fork of first, the
+    # one nobody was told about that detect_conflicts refuses.
+    assert children(saver_url, thread_id) == {None: {first}, first: {second, stale}}
+    assert checkpoint_id(history(saver_url, thread_id)[0]) == stale
 
 
 def test_retried_put_that_landed(saver_url: str, thread_id: str) -> None:

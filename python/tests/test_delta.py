@@ -31,34 +31,16 @@ from typing_extensions import TypedDict
 
 from saver_client import ConflictError, HTTPSaver, InvalidRequestError
 
-from helpers import APIS, DURABILITIES, Api, Durability, Graph, Runner, history_sig, norm
+from support.compare import APIS, DURABILITIES, Api, Durability, Graph, Runner, history_sig, norm
+from support.graphs import Chat, SmallChat, chat_config, chat_graph, concat
 
 Trace = dict[str, Any]
-
-
-def concat(state: list[Any], writes: Sequence[list[Any]]) -> list[Any]:
-    """A batching-invariant list reducer: append every write, in order."""
-    out = list(state)
-    for w in writes:
-        out.extend(w)
-    return out
 
 
 def messages_reducer(state: list[Any], writes: Sequence[Any]) -> list[Any]:
     for w in writes:
         state = add_messages(state, w)
     return state
-
-
-class Chat(TypedDict, total=False):
-    messages: Annotated[list[str], DeltaChannel(concat)]
-    turns: int
-
-
-class SmallChat(TypedDict, total=False):
-    # Snapshots every 5 updates, so that short threads cross several.
-    messages: Annotated[list[str], DeltaChannel(concat, snapshot_frequency=5)]
-    turns: int
 
 
 @pytest.fixture
@@ -79,21 +61,6 @@ def compare(saver_url: str) -> Iterator[Callable[..., Trace]]:
         s.close()
 
 
-def new_config() -> RunnableConfig:
-    return {"configurable": {"thread_id": f"delta-{uuid.uuid4()}"}}
-
-
-def chat_graph(saver: BaseCheckpointSaver[Any], state: type = SmallChat) -> Graph:
-    def reply(s: dict[str, Any]) -> dict[str, Any]:
-        return {"messages": [f"reply to {s['messages'][-1]} ({len(s['messages'])})"], "turns": s.get("turns", 0) + 1}
-
-    g = StateGraph(state)
-    g.add_node("reply", reply)
-    g.add_edge(START, "reply")
-    g.add_edge("reply", END)
-    return g.compile(checkpointer=saver)
-
-
 def test_the_capability_is_the_clients_own() -> None:
     # LangGraph (and its conformance suite) detects a capability by whether
     # the class overrides the base method.
@@ -105,7 +72,7 @@ def test_chat_of_250_turns(compare: Callable[..., Trace]) -> None:
     """Two snapshots (every 100 updates) and the chain between them, step by step."""
 
     def scenario(r: Runner) -> Trace:
-        graph, config = chat_graph(r.saver, Chat), new_config()
+        graph, config = chat_graph(r.saver, Chat), chat_config()
         outs = [r.run(graph, {"messages": [f"hi {i}"]}, config) for i in range(250)]
         history = r.history(graph, config)
         assert len(history) == 750
@@ -119,7 +86,7 @@ def test_chat_of_250_turns(compare: Callable[..., Trace]) -> None:
 @pytest.mark.parametrize("durability", DURABILITIES)
 def test_chat(compare: Callable[..., Trace], api: Api, durability: Durability) -> None:
     def scenario(r: Runner) -> Trace:
-        graph, config = chat_graph(r.saver), new_config()
+        graph, config = chat_graph(r.saver), chat_config()
         outs = [r.run(graph, {"messages": [f"hi {i}"]}, config) for i in range(12)]
         return {"outs": outs, "state": norm(r.state(graph, config).values), "history": history_sig(r.history(graph, config))}
 
@@ -132,7 +99,7 @@ def test_fork_and_time_travel(compare: Callable[..., Trace], api: Api) -> None:
     """A fork from an old checkpoint rebuilds from its own chain, not the other branch's."""
 
     def scenario(r: Runner) -> Trace:
-        graph, config = chat_graph(r.saver), new_config()
+        graph, config = chat_graph(r.saver), chat_config()
         for i in range(8):
             r.run(graph, {"messages": [f"hi {i}"]}, config)
         history = r.history(graph, config)
@@ -153,7 +120,7 @@ def test_fork_and_time_travel(compare: Callable[..., Trace], api: Api) -> None:
 
 def test_update_state_and_overwrite(compare: Callable[..., Trace]) -> None:
     def scenario(r: Runner) -> Trace:
-        graph, config = chat_graph(r.saver), new_config()
+        graph, config = chat_graph(r.saver), chat_config()
         for i in range(7):
             r.run(graph, {"messages": [f"hi {i}"]}, config)
         r.update(graph, config, {"messages": ["a note"]})
@@ -186,7 +153,7 @@ def test_send_writers_to_one_channel(compare: Callable[..., Trace]) -> None:
         g.add_edge(START, "start")
         g.add_conditional_edges("start", fan_out, ["worker"])
         g.add_edge("worker", END)
-        graph, config = g.compile(checkpointer=r.saver), new_config()
+        graph, config = g.compile(checkpointer=r.saver), chat_config()
         outs = [r.run(graph, {"messages": [f"round {i}"]}, config) for i in range(4)]
         return {"outs": outs, "history": history_sig(r.history(graph, config))}
 
@@ -209,7 +176,7 @@ def test_subgraph(compare: Callable[..., Trace]) -> None:
         outer.add_node("sub", inner.compile(checkpointer=True))
         outer.add_edge(START, "sub")
         outer.add_edge("sub", END)
-        graph, config = outer.compile(checkpointer=r.saver), new_config()
+        graph, config = outer.compile(checkpointer=r.saver), chat_config()
         outs = [r.run(graph, {"messages": [f"hi {i}"]}, config) for i in range(4)]
         state = r.state(graph, config, subgraphs=True)
         return {"outs": outs, "state": norm(state), "history": history_sig(r.history(graph, config))}
@@ -227,7 +194,7 @@ def test_interrupt_and_resume(compare: Callable[..., Trace]) -> None:
         g.add_node("ask", ask)
         g.add_edge(START, "ask")
         g.add_edge("ask", END)
-        graph, config = g.compile(checkpointer=r.saver), new_config()
+        graph, config = g.compile(checkpointer=r.saver), chat_config()
         outs = []
         for i in range(6):
             outs.append(r.run(graph, {"messages": [f"q {i}"]}, config))
@@ -303,7 +270,7 @@ class CountingSaver(HTTPSaver):
 def test_requests_per_turn_are_flat(saver_url: str) -> None:
     """A turn costs the same requests at turn 10 as at turn 150: one history, never a walk."""
     saver = CountingSaver(saver_url)
-    graph, config = chat_graph(saver, Chat), new_config()
+    graph, config = chat_graph(saver, Chat), chat_config()
     per_turn = []
     for i in range(150):
         saver.calls.clear()
@@ -335,7 +302,7 @@ def test_state_history_asks_the_service_once_per_listing(spawn_service: Callable
     svc = spawn_service(env={"SAVER_PAGE_SIZE": "40", "SAVER_HISTORY_PAGE": "4096"})
     saver = CountingSaver(svc.url)
     expected_graph, graph = chat_graph(InMemorySaver(), Chat), chat_graph(saver, Chat)
-    config, expected_config = new_config(), new_config()
+    config, expected_config = chat_config(), chat_config()
     for i in range(70):  # 210 checkpoints, a snapshot at turn 50
         message = f"hi {i} " + "x" * 1000
         graph.invoke({"messages": [message]}, config, durability="sync")
@@ -382,7 +349,7 @@ def test_a_listed_checkpoint_changed_since_is_asked_again(saver_url: str, change
     but the store takes it, and the service's history then holds it.
     """
     saver, fresh = HTTPSaver(saver_url), HTTPSaver(saver_url)
-    graph, config = chat_graph(saver, Chat), new_config()
+    graph, config = chat_graph(saver, Chat), chat_config()
     for i in range(5):
         graph.invoke({"messages": [f"hi {i}"]}, config, durability="sync")
     listed = list(saver.list(config))
@@ -408,7 +375,7 @@ def _messages(saver: BaseCheckpointSaver[Any], config: RunnableConfig) -> list[s
 
 
 def test_prune_keep_latest_keeps_the_state(saver: HTTPSaver) -> None:
-    graph, config = chat_graph(saver), new_config()
+    graph, config = chat_graph(saver), chat_config()
     for i in range(13):
         graph.invoke({"messages": [f"hi {i}"]}, config)
     before = graph.get_state(config).values["messages"]
@@ -423,7 +390,7 @@ def test_prune_keep_latest_keeps_the_state(saver: HTTPSaver) -> None:
 
 
 async def test_aprune_keep_latest_keeps_the_state(saver: HTTPSaver) -> None:
-    graph, config = chat_graph(saver), new_config()
+    graph, config = chat_graph(saver), chat_config()
     for i in range(8):
         await graph.ainvoke({"messages": [f"hi {i}"]}, config)
     before = (await graph.aget_state(config)).values["messages"]
@@ -432,7 +399,7 @@ async def test_aprune_keep_latest_keeps_the_state(saver: HTTPSaver) -> None:
 
 
 def test_delete_for_runs_refuses_to_sever(saver: HTTPSaver) -> None:
-    graph, config = chat_graph(saver), new_config()
+    graph, config = chat_graph(saver), chat_config()
     runs = [str(uuid.uuid4()) for _ in range(3)]
     for i, run in enumerate(runs):
         # As Agent Server runs do: run_id in configurable lands in the metadata.
@@ -447,7 +414,7 @@ def test_delete_for_runs_refuses_to_sever(saver: HTTPSaver) -> None:
 
 
 def test_copy_thread_copies_the_chain(saver: HTTPSaver) -> None:
-    graph, config = chat_graph(saver), new_config()
+    graph, config = chat_graph(saver), chat_config()
     for i in range(9):
         graph.invoke({"messages": [f"hi {i}"]}, config)
     target: RunnableConfig = {"configurable": {"thread_id": config["configurable"]["thread_id"] + "-copy"}}
@@ -459,7 +426,7 @@ def test_copy_thread_copies_the_chain(saver: HTTPSaver) -> None:
 
 
 def test_tree_of_a_delta_thread(saver: HTTPSaver) -> None:
-    graph, config = chat_graph(saver), new_config()
+    graph, config = chat_graph(saver), chat_config()
     for i in range(6):
         graph.invoke({"messages": [f"hi {i}"]}, config)
     tid = config["configurable"]["thread_id"]
@@ -471,30 +438,9 @@ def test_tree_of_a_delta_thread(saver: HTTPSaver) -> None:
     assert saver.abandoned(tid) == []
 
 
-def test_kill_and_resume(spawn_service: Callable[..., Any]) -> None:
-    """kill -9 mid-thread: the restarted service rebuilds the channel from its chain."""
-    svc = spawn_service()
-    expected_saver = InMemorySaver()
-    expected_graph = chat_graph(expected_saver)
-    config = new_config()
-    saver = HTTPSaver(svc.url)
-    graph = chat_graph(saver)
-    for i in range(7):
-        graph.invoke({"messages": [f"hi {i}"]}, config)
-        expected_graph.invoke({"messages": [f"hi {i}"]}, config)
-    svc.crash_and_restart()
-    for i in range(7, 11):
-        graph.invoke({"messages": [f"hi {i}"]}, config)
-        expected_graph.invoke({"messages": [f"hi {i}"]}, config)
-    assert history_sig(list(graph.get_state_history(config))) == history_sig(
-        list(expected_graph.get_state_history(config))
-    )
-    saver.close()
-
-
 def test_delta_channel_counts(saver: HTTPSaver) -> None:
     """The counters LangGraph keeps are the service's signal of a chain; they round-trip."""
-    graph, config = chat_graph(saver), new_config()
+    graph, config = chat_graph(saver), chat_config()
     for i in range(3):
         graph.invoke({"messages": [f"hi {i}"]}, config)
     tup = saver.get_tuple(config)
@@ -518,7 +464,7 @@ def test_history_over_a_page(spawn_service: Callable[..., Any]) -> None:
     svc = spawn_service(env={"SAVER_HISTORY_PAGE": "4096"})
     saver = CountingSaver(svc.url)
     expected_graph, graph = chat_graph(InMemorySaver(), Chat), chat_graph(saver, Chat)
-    config = new_config()
+    config = chat_config()
     for i in range(60):
         message = f"hi {i} " + "x" * 500
         got = graph.invoke({"messages": [message]}, config, durability="sync")
@@ -589,7 +535,7 @@ def test_a_turn_is_answered_what_is_new(saver_url: str, api: Api) -> None:
     the state is InMemorySaver's at every turn."""
     saver = RecordingSaver(saver_url)
     expected_graph, graph = chat_graph(InMemorySaver(), Chat), chat_graph(saver, Chat)
-    config = new_config()
+    config = chat_config()
     r, expected_r = Runner(saver, api, "sync"), Runner(InMemorySaver(), api, "sync")
     for i in range(40):
         assert r.run(graph, {"messages": [f"hi {i}"]}, config) == expected_r.run(
@@ -614,7 +560,7 @@ def test_held_history_and_another_savers_turns(saver_url: str) -> None:
     checkpoints, and what it is answered since holds the other's turns."""
     a, b = RecordingSaver(saver_url), RecordingSaver(saver_url)
     expected_graph = chat_graph(InMemorySaver(), Chat)
-    config = new_config()
+    config = chat_config()
     graphs = [chat_graph(a, Chat), chat_graph(b, Chat)]
     for i in range(24):
         graph = graphs[(i // 3) % 2]  # three turns each
@@ -640,7 +586,7 @@ def test_held_history_and_a_fork(saver_url: str, api: Api) -> None:
     InMemorySaver's, on both branches."""
 
     def scenario(r: Runner) -> Trace:
-        graph, config = chat_graph(r.saver, Chat), new_config()
+        graph, config = chat_graph(r.saver, Chat), chat_config()
         for i in range(8):
             r.run(graph, {"messages": [f"hi {i}"]}, config)
         history = r.history(graph, config)
@@ -665,7 +611,7 @@ def test_held_history_dropped_on_own_writes_to_an_ancestor(saver_url: str) -> No
     (LangGraph never does; the store takes it) drops what it holds: the next
     history is the whole, with the write, as a fresh saver reads it."""
     saver = RecordingSaver(saver_url)
-    graph, config = chat_graph(saver, Chat), new_config()
+    graph, config = chat_graph(saver, Chat), chat_config()
     for i in range(6):
         graph.invoke({"messages": [f"hi {i}"]}, config)
     listed = list(saver.list(config))

@@ -24,7 +24,7 @@ from typing_extensions import TypedDict
 
 from saver_client import HTTPSaver
 
-from helpers import (
+from support.compare import (
     APIS,
     DURABILITIES,
     Api,
@@ -35,6 +35,7 @@ from helpers import (
     norm,
     snapshot_sig,
 )
+from support.graphs import Ask, interrupt_graph
 
 Trace = dict[str, Any]
 Scenario = Callable[[Runner], Trace]
@@ -118,36 +119,6 @@ def test_sequential(compare: Any, api: Api, durability: Durability) -> None:
 
 
 # -- interrupt and resume ------------------------------------------------------
-
-
-class Ask(TypedDict, total=False):
-    log: Annotated[list[str], operator.add]
-    name: str
-
-
-def interrupt_graph(saver: Any, calls: Counter[str]) -> Graph:
-    def before(state: Ask) -> Ask:
-        calls["before"] += 1
-        return {"log": ["before"]}
-
-    def ask(state: Ask) -> Ask:
-        calls["ask"] += 1
-        name = interrupt({"question": "name?"})
-        return {"log": ["ask"], "name": name}
-
-    def after(state: Ask) -> Ask:
-        calls["after"] += 1
-        return {"log": [f"hello {state['name']}"]}
-
-    g = StateGraph(Ask)
-    g.add_node("before", before)
-    g.add_node("ask", ask)
-    g.add_node("after", after)
-    g.add_edge(START, "before")
-    g.add_edge("before", "ask")
-    g.add_edge("ask", "after")
-    g.add_edge("after", END)
-    return g.compile(checkpointer=saver)
 
 
 def scenario_interrupt(r: Runner) -> Trace:

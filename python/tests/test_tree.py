@@ -22,7 +22,8 @@ from saver_client import (
     TreeNode,
 )
 
-from test_graphs import Log, interrupt_graph, sequential_graph, subgraph_graph
+from support.graphs import interrupt_graph
+from test_graphs import Log, sequential_graph, subgraph_graph
 
 
 def new_config(prefix: str = "tree") -> RunnableConfig:

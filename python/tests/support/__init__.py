@@ -1,4 +1,5 @@
-"""Support for the tests: processes, the ack log, load, emulators and proxies (one module each)."""
+"""Support for the client's tests (python/tests) and the service's (e2e/): the fixtures,
+processes, graphs, the ack log, load, emulators and proxies (one module each)."""
 
 from pathlib import Path
 

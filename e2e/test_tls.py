@@ -16,10 +16,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_client import checkpoint, config, meta
 
 from saver_client import HTTPSaver, RetryPolicy, SaverConnectionError
 
+from support.checkpoints import checkpoint, config, meta
 from support.processes import START_TIMEOUT, saver_binary, wait_until
 
 FAST = RetryPolicy(max_attempts=2, max_delay=5.0, backoff=0.001, max_backoff=0.01)

@@ -2,7 +2,7 @@
 ui-test/tree.js (playwright-core), shows a thread made by a real graph run;
 ui-test/memory.js checks the Memory view against items HTTPStore put.
 
-`make test-py` installs Chromium and the npm packages first (`make ui-deps`).
+`make test-e2e` installs Chromium and the npm packages first (`make ui-deps`).
 The thread forks by time travel after a failed step, so its tree has an
 abandoned branch ending in an error, subgraph namespaces and an interrupted head.
 """
@@ -26,9 +26,10 @@ from typing_extensions import TypedDict
 
 from saver_client import HTTPSaver, HTTPStore
 
+from support.graphs import chat_config, chat_graph
 from support.processes import ServiceProcess
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "ui-test" / "tree.js"
 SCREENSHOT = ROOT / ".cache" / "ui" / "tree.png"
 MEMORY_SCRIPT = ROOT / "ui-test" / "memory.js"
@@ -222,9 +223,7 @@ def test_page_needs_no_key_but_its_data_does(
 
 def test_page_lists_a_checkpoints_delta_channels(saver: HTTPSaver, saver_url: str) -> None:
     """A DeltaChannel holds no value at most checkpoints: the panel says how it is rebuilt."""
-    from test_delta import chat_graph, new_config
-
-    graph, config = chat_graph(saver), new_config()
+    graph, config = chat_graph(saver), chat_config()
     for i in range(7):
         graph.invoke({"messages": [f"hi {i}"]}, config)
     thread_id = config["configurable"]["thread_id"]

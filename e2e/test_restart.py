@@ -9,12 +9,14 @@ from collections.abc import Callable
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from saver_client import HTTPSaver
 
+from support.compare import history_sig
+from support.graphs import chat_config, chat_graph, interrupt_graph
 from support.processes import ServiceProcess
-from test_graphs import interrupt_graph
 
 
 def test_resume_after_kill_9(spawn_service: Callable[[], ServiceProcess]) -> None:
@@ -76,4 +78,25 @@ def test_async_resume_after_kill_9(spawn_service: Callable[[], ServiceProcess]) 
     service.crash_and_restart()
     assert asyncio.run(resume()) == {"log": ["in", "before", "ask", "hello Bo"], "name": "Bo"}
     assert calls == {"before": 1, "ask": 2, "after": 1}
+    saver.close()
+
+
+def test_kill_and_resume(spawn_service: Callable[..., Any]) -> None:
+    """kill -9 mid-thread: the restarted service rebuilds the channel from its chain."""
+    svc = spawn_service()
+    expected_saver = InMemorySaver()
+    expected_graph = chat_graph(expected_saver)
+    config = chat_config()
+    saver = HTTPSaver(svc.url)
+    graph = chat_graph(saver)
+    for i in range(7):
+        graph.invoke({"messages": [f"hi {i}"]}, config)
+        expected_graph.invoke({"messages": [f"hi {i}"]}, config)
+    svc.crash_and_restart()
+    for i in range(7, 11):
+        graph.invoke({"messages": [f"hi {i}"]}, config)
+        expected_graph.invoke({"messages": [f"hi {i}"]}, config)
+    assert history_sig(list(graph.get_state_history(config))) == history_sig(
+        list(expected_graph.get_state_history(config))
+    )
     saver.close()

@@ -22,7 +22,7 @@ from langgraph.checkpoint.base import Checkpoint, CheckpointTuple, empty_checkpo
 
 from saver_client import HTTPSaver
 
-from helpers import history_sig
+from support.compare import history_sig
 from support.figures import report
 from support.load import drive, load_graph
 

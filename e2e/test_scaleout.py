@@ -48,7 +48,7 @@ from typing_extensions import TypedDict
 
 from saver_client import HTTPSaver
 
-from helpers import history_sig
+from support.compare import history_sig
 from support.acklog import AckLog, assert_live_path, verify
 from support.figures import dynamodb_only, report
 from support.load import FAN, chain_names, drive, wire_chain

@@ -1,5 +1,6 @@
-// Package mock provides a saver.Store whose behaviour tests set per method.
-package mock
+// Package apitest provides a saver.Store whose behaviour tests set per method,
+// for the api package's tests and for profiling the API without a store.
+package apitest
 
 import (
 	"context"
