@@ -31,28 +31,9 @@ func blobKey(ref saver.CheckpointRef, channel, version string) []byte {
 func (s *Store) PutCheckpoint(ctx context.Context, in saver.PutCheckpoint) error {
 	// Encode before the transaction: the group commit may run the function twice, and
 	// the encoding is the same every time.
-	ck := checkpointKey(in.CheckpointRef)
-	cv, err := encodeCheckpoint(&in.Checkpoint)
+	p, err := s.encodePut(&in)
 	if err != nil {
 		return translate("put checkpoint", err)
-	}
-	nv, err := nodeRecordOf(cv) // the tree index's entry (treeindex.go)
-	if err != nil {
-		return translate("put checkpoint", err)
-	}
-	type kv struct{ k, v []byte }
-	blobs := make([]kv, len(in.Blobs))
-	blobExp := saver.NewBlobExpiry(in.ExpiresAt, s.Now())
-	for i, b := range in.Blobs {
-		v, err := encodeBlob(b.Value, blobExp)
-		if err != nil {
-			return translate("put checkpoint", err)
-		}
-		blobs[i] = kv{blobKey(in.CheckpointRef, b.Channel, b.Version), v}
-	}
-	refs := make([][]byte, 0, len(in.ChannelVersions))
-	for ch, ver := range in.ChannelVersions {
-		refs = append(refs, blobKey(in.CheckpointRef, ch, ver))
 	}
 	var moved error // the conflict or tombstone the last run of the function found
 	err = s.update(ctx, "put checkpoint", func(tx kvTx) error {
@@ -64,50 +45,96 @@ func (s *Store) PutCheckpoint(ctx context.Context, in saver.PutCheckpoint) error
 			return err // write nothing, as below
 		}
 		if in.ExpectHead != nil && !skipHeadCheck {
-			head, err := headOf(tx.Bucket(bucketCheckpoints), in.CheckpointRef, now)
-			if err != nil {
+			// On a moved head, write nothing, yet let the transaction
+			// commit: failing it would roll back the writes of the calls
+			// sharing it, which would all run again alone.
+			if moved, err = headMoved(tx, &in, now); moved != nil || err != nil {
 				return err
 			}
-			if head != *in.ExpectHead {
-				// Write nothing, yet let the transaction commit: failing it
-				// would roll back the writes of the calls sharing it, which
-				// would all run again alone.
-				moved = saver.HeadMoved(in.ThreadID, in.NS, head, *in.ExpectHead)
-				return nil
-			}
 		}
-		if err := tx.Bucket(bucketCheckpoints).Put(ck, cv); err != nil {
+		if err := tx.Bucket(bucketCheckpoints).Put(p.key, p.checkpoint); err != nil {
 			return err
 		}
-		if err := tx.Bucket(bucketNodes).Put(ck, nv); err != nil {
+		if err := tx.Bucket(bucketNodes).Put(p.key, p.node); err != nil {
 			return err
 		}
-		bb := tx.Bucket(bucketBlobs)
-		for _, b := range blobs {
-			v, err := getLive(bb, b.k, now)
-			if err != nil {
-				return err
-			}
-			if v != nil {
-				continue
-			}
-			if err := bb.Put(b.k, b.v); err != nil {
-				return err
-			}
-		}
-		// A blob just inserted already outlives the checkpoint; the lookup
-		// finds nothing to do.
-		for _, k := range refs {
-			if err := extendBlob(bb, k, in.ExpiresAt, now); err != nil {
-				return err
-			}
-		}
-		return nil
+		return p.putBlobs(tx.Bucket(bucketBlobs), in.ExpiresAt, now)
 	})
 	if err != nil {
 		return err
 	}
 	return moved
+}
+
+// encodedPut is a put's records, encoded once for every run of its
+// transaction's function.
+type encodedPut struct {
+	key, checkpoint, node []byte
+	blobs                 []keyValue
+	refs                  [][]byte // the keys of the blobs the checkpoint references
+}
+
+type keyValue struct{ k, v []byte }
+
+func (s *Store) encodePut(in *saver.PutCheckpoint) (*encodedPut, error) {
+	cv, err := encodeCheckpoint(&in.Checkpoint)
+	if err != nil {
+		return nil, err
+	}
+	nv, err := nodeRecordOf(cv) // the tree index's entry (treeindex.go)
+	if err != nil {
+		return nil, err
+	}
+	p := &encodedPut{key: checkpointKey(in.CheckpointRef), checkpoint: cv, node: nv}
+	p.blobs = make([]keyValue, len(in.Blobs))
+	blobExp := saver.NewBlobExpiry(in.ExpiresAt, s.Now())
+	for i, b := range in.Blobs {
+		v, err := encodeBlob(b.Value, blobExp)
+		if err != nil {
+			return nil, err
+		}
+		p.blobs[i] = keyValue{blobKey(in.CheckpointRef, b.Channel, b.Version), v}
+	}
+	p.refs = make([][]byte, 0, len(in.ChannelVersions))
+	for ch, ver := range in.ChannelVersions {
+		p.refs = append(p.refs, blobKey(in.CheckpointRef, ch, ver))
+	}
+	return p, nil
+}
+
+// headMoved returns the conflict of a put whose ExpectHead is not the
+// namespace's head, nil if it is.
+func headMoved(tx kvTx, in *saver.PutCheckpoint, now time.Time) (moved, err error) {
+	head, err := headOf(tx.Bucket(bucketCheckpoints), in.CheckpointRef, now)
+	if err != nil || head == *in.ExpectHead {
+		return nil, err
+	}
+	return saver.HeadMoved(in.ThreadID, in.NS, head, *in.ExpectHead), nil
+}
+
+// putBlobs stores the put's blobs that are not there yet and makes every
+// blob the checkpoint references outlive it.
+func (p *encodedPut) putBlobs(bb kvBucket, expiresAt int64, now time.Time) error {
+	for _, b := range p.blobs {
+		v, err := getLive(bb, b.k, now)
+		if err != nil {
+			return err
+		}
+		if v != nil {
+			continue
+		}
+		if err := bb.Put(b.k, b.v); err != nil {
+			return err
+		}
+	}
+	// A blob just inserted already outlives the checkpoint; the lookup
+	// finds nothing to do.
+	for _, k := range p.refs {
+		if err := extendBlob(bb, k, expiresAt, now); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // headOf returns the id of the newest live checkpoint of ref's namespace,

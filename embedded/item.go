@@ -145,12 +145,9 @@ func searchItems(ctx context.Context, b, vb kvBucket, tenant string, op *saver.S
 	_, tenantRest, _ := nextComponent(prefix)
 	skip := len(prefix) - len(tenantRest) // the tenant component
 	top := saver.NewTopK(op.Offset + op.Limit)
-	var query *saver.Query
-	var vectors *vectorReader
+	var scorer *itemScorer
 	if op.Query != nil {
-		q := saver.NewQuery(op.Query)
-		query = &q
-		vectors = newVectorReader(vb, prefix)
+		scorer = &itemScorer{query: saver.NewQuery(op.Query), vectors: newVectorReader(vb, prefix)}
 	}
 	filter := op.ItemFilter()
 	err := scanPrefix(ctx, b, prefix, func(k, v []byte) error {
@@ -162,16 +159,10 @@ func searchItems(ctx context.Context, b, vb kvBucket, tenant string, op *saver.S
 			return nil
 		}
 		h := saver.Hit{UpdatedAt: time.Unix(0, r.updatedAt)}
-		if query != nil {
-			vs := r.vectors
-			if r.vectorsApart() {
-				if vs = vectors.at(k); vs == nil {
-					return fmt.Errorf("item %q: %w: its vectors are missing", k, errBadItem)
-				}
-			}
-			score, ok := query.ScoreBytes(vs, r.n)
-			if !ok {
-				return nil
+		if scorer != nil {
+			score, ok, err := scorer.score(k, &r)
+			if err != nil || !ok {
+				return err
 			}
 			h.Score = &score
 		}
@@ -201,7 +192,32 @@ func searchItems(ctx context.Context, b, vb kvBucket, tenant string, op *saver.S
 	if op.Offset >= len(hits) {
 		return []saver.Item{}, nil
 	}
-	hits = hits[op.Offset:]
+	return readHits(ctx, b, hits[op.Offset:], op.RefreshTTL, refresh)
+}
+
+// itemScorer scores items against a search's query, reading the vectors
+// of an item that keeps them apart from vb, walked beside the items.
+type itemScorer struct {
+	query   saver.Query
+	vectors *vectorReader
+}
+
+// score returns the item's score; ok is false when it has no vector the
+// query can score.
+func (sc *itemScorer) score(k []byte, r *itemRecord) (score float64, ok bool, err error) {
+	vs := r.vectors
+	if r.vectorsApart() {
+		if vs = sc.vectors.at(k); vs == nil {
+			return 0, false, fmt.Errorf("item %q: %w: its vectors are missing", k, errBadItem)
+		}
+	}
+	score, ok = sc.query.ScoreBytes(vs, r.n)
+	return score, ok, nil
+}
+
+// readHits reads the page of a search in full, in the hits' order, and
+// notes the keys whose TTL the search refreshes.
+func readHits(ctx context.Context, b kvBucket, hits []saver.Hit, refreshTTL bool, refresh *[][]byte) ([]saver.Item, error) {
 	items := make([]saver.Item, 0, len(hits))
 	for _, h := range hits {
 		r, err := decodeItem(b.Get(h.Ref))
@@ -214,7 +230,7 @@ func searchItems(ctx context.Context, b, vb kvBucket, tenant string, op *saver.S
 		it := r.item(h.Namespace, h.Key)
 		it.Score = h.Score
 		items = append(items, it)
-		if op.RefreshTTL && r.ttl > 0 {
+		if refreshTTL && r.ttl > 0 {
 			*refresh = append(*refresh, h.Ref)
 		}
 	}

@@ -247,49 +247,17 @@ func Open(path string, opts ...Option) (*Store, error) {
 	for _, o := range opts {
 		o(s)
 	}
-	if s.Logger == nil {
-		s.Logger = slog.Default()
-	}
-	if s.Timeout == 0 {
-		s.Timeout = 5 * time.Second
-	}
-	if s.MaxBatchSize == 0 {
-		s.MaxBatchSize = 1000
-	}
-	if s.FileMode == 0 {
-		s.FileMode = 0o600
-	}
+	s.Timeout = cmp.Or(s.Timeout, 5*time.Second)
+	s.MaxBatchSize = cmp.Or(s.MaxBatchSize, 1000)
+	s.FileMode = cmp.Or(s.FileMode, 0o600)
 	if s.Now == nil {
 		s.Now = time.Now
 	}
-	if s.Engine == "" {
-		s.Engine = EnginePebble
-	}
-	if s.TombstoneLifetime == 0 {
-		s.TombstoneLifetime = saver.DefaultTombstoneLifetime
-	}
-	if s.ReserveBytes == 0 {
-		s.ReserveBytes = DefaultReserveBytes
-	}
-	s.Logger = s.Logger.With(saver.LogKeyComponent, "embedded")
-
-	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
-		return nil, fmt.Errorf("embedded: open %s: %w", path, err)
-	}
-	fi, err := os.Stat(path)
-	switch {
-	case err == nil && fi.IsDir():
-		err = s.openPebble(path, false)
-	case errors.Is(err, fs.ErrNotExist) && s.Engine == EnginePebble:
-		err = s.openPebble(path, true)
-	case errors.Is(err, fs.ErrNotExist) && s.Engine == EngineBolt, err == nil:
-		err = s.openBolt(path)
-	case errors.Is(err, fs.ErrNotExist):
-		err = fmt.Errorf("embedded: open %s: unknown engine %q", path, s.Engine)
-	default:
-		err = fmt.Errorf("embedded: open %s: %w", path, err)
-	}
-	if err != nil {
+	s.Engine = cmp.Or(s.Engine, EnginePebble)
+	s.TombstoneLifetime = cmp.Or(s.TombstoneLifetime, saver.DefaultTombstoneLifetime)
+	s.ReserveBytes = cmp.Or(s.ReserveBytes, DefaultReserveBytes)
+	s.Logger = cmp.Or(s.Logger, slog.Default()).With(saver.LogKeyComponent, "embedded")
+	if err := s.openEngine(path); err != nil {
 		return nil, err
 	}
 	nodes := cmp.Or(s.TreeCacheNodes, DefaultTreeCacheNodes)
@@ -305,6 +273,27 @@ func Open(path string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("embedded: open %s: %w", path, err)
 	}
 	return s, nil
+}
+
+// openEngine opens the engine of what is at path, or creates Store.Engine's
+// where nothing is.
+func (s *Store) openEngine(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		return fmt.Errorf("embedded: open %s: %w", path, err)
+	}
+	fi, err := os.Stat(path)
+	switch {
+	case err == nil && fi.IsDir():
+		return s.openPebble(path, false)
+	case errors.Is(err, fs.ErrNotExist) && s.Engine == EnginePebble:
+		return s.openPebble(path, true)
+	case errors.Is(err, fs.ErrNotExist) && s.Engine == EngineBolt, err == nil:
+		return s.openBolt(path)
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("embedded: open %s: unknown engine %q", path, s.Engine)
+	default:
+		return fmt.Errorf("embedded: open %s: %w", path, err)
+	}
 }
 
 // Close closes the store (its Pebble directory or bbolt file). Calls in

@@ -198,31 +198,8 @@ func (s *Store) DeleteForRuns(ctx context.Context, tenant string, runIDs []strin
 	for start := 0; start < len(doomed); start += maxRunBatch {
 		batch := doomed[start:min(start+maxRunBatch, len(doomed))]
 		err := s.update(ctx, "delete for runs", func(tx kvTx) error {
-			cps, wb, tb := tx.Bucket(bucketCheckpoints), tx.Bucket(bucketWrites), tx.Bucket(bucketTombstones)
 			for _, d := range batch {
-				k := checkpointKey(d.ref)
-				v := cps.Get(k)
-				if v == nil {
-					continue
-				}
-				if run, ok, err := recordRunID(v); err != nil || !ok || run != d.run {
-					if err != nil {
-						return err
-					}
-					continue
-				}
-				if err := cps.Delete(k); err != nil {
-					return err
-				}
-				if err := tb.Put(k, stone); err != nil {
-					return err
-				}
-				// A checkpoint's key is the prefix of its writes' keys, and of
-				// its index entries'.
-				if err := deletePrefix(wb, k); err != nil {
-					return err
-				}
-				if err := deletePrefix(tx.Bucket(bucketNodes), k); err != nil {
+				if err := deleteRunCheckpoint(tx, d, stone); err != nil {
 					return err
 				}
 			}
@@ -248,6 +225,33 @@ func (s *Store) DeleteForRuns(ctx context.Context, tenant string, runIDs []strin
 		}
 	}
 	return nil
+}
+
+// deleteRunCheckpoint deletes the checkpoint d with its writes and index
+// entries, and tombstones it, if it is there still of d's run: what a run
+// put meanwhile under another id stays.
+func deleteRunCheckpoint(tx kvTx, d runCheckpoint, stone []byte) error {
+	cps := tx.Bucket(bucketCheckpoints)
+	k := checkpointKey(d.ref)
+	v := cps.Get(k)
+	if v == nil {
+		return nil
+	}
+	if run, ok, err := recordRunID(v); err != nil || !ok || run != d.run {
+		return err
+	}
+	if err := cps.Delete(k); err != nil {
+		return err
+	}
+	if err := tx.Bucket(bucketTombstones).Put(k, stone); err != nil {
+		return err
+	}
+	// A checkpoint's key is the prefix of its writes' keys, and of its
+	// index entries'.
+	if err := deletePrefix(tx.Bucket(bucketWrites), k); err != nil {
+		return err
+	}
+	return deletePrefix(tx.Bucket(bucketNodes), k)
 }
 
 // maxScanBatch bounds the records one read transaction of a long search

@@ -29,8 +29,14 @@ func knownHistory(tb testing.TB, s saver.Store, ref saver.CheckpointRef, known s
 func testDeltaKnown(t *testing.T, s saver.Store) {
 	ref := NewRef()
 	PutChat(t, s, ref, 8, 1)
-	whole := Histories(MustDeltaHistory(t, s, At(ref, "0008"), "messages"))
+	deltaKnownAncestors(t, s, ref)
+	deltaKnownOthers(t, s, ref)
+}
 
+// deltaKnownAncestors asks the chat at ref (eight turns, a snapshot at the
+// first) known at its ancestors.
+func deltaKnownAncestors(t *testing.T, s saver.Store, ref saver.CheckpointRef) {
+	whole := Histories(MustDeltaHistory(t, s, At(ref, "0008"), "messages"))
 	t.Run("Ancestor", func(t *testing.T) {
 		h, err := knownHistory(t, s, At(ref, "0008"), "0005", 0, "messages")
 		if err != nil {
@@ -93,7 +99,11 @@ func testDeltaKnown(t *testing.T, s saver.Store) {
 			t.Fatalf("pages known 0004: %d requests, next %q, %v; want 4, 0004, m4..m7", requests, got["messages"].Next, Histories(got)["messages"].Writes)
 		}
 	})
+}
 
+// deltaKnownOthers asks known at checkpoints that are not ancestors: on
+// another branch, unknown, a descendant; and at a fork's ancestor.
+func deltaKnownOthers(t *testing.T, s saver.Store, ref saver.CheckpointRef) {
 	fork := NewRef()
 	PutChat(t, s, fork, 4) // no snapshot: every history walks to the root
 	PutDelta(t, s, fork, "0005", "0002", []string{"messages=5:"}, "messages")

@@ -232,37 +232,14 @@ func restore(ctx context.Context, in invocation) error {
 	}
 	defer os.RemoveAll(tmp)
 	copyPath := filepath.Join(tmp, "store")
-	if err := copyStore(src, copyPath); err != nil {
-		return fmt.Errorf("restore: copy %s: %w", src, err)
-	}
-	st, err := embedded.Open(copyPath, embedded.WithLogger(logger))
+	n, err := verifiedCopy(ctx, src, copyPath, logger)
 	if err != nil {
-		return fmt.Errorf("restore: %s is not a store that opens: %w", src, err)
+		return err
 	}
-	n, err := st.Verify(ctx)
-	if cerr := st.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("restore: %s does not read back whole: %w", src, err)
-	}
-
 	aside := ""
 	if exists {
-		// Never move a store a service holds; one that does not open
-		// (damaged: a reason to restore) is moved aside all the same.
-		old, err := embedded.Open(path, embedded.WithLogger(logger), embedded.WithTimeout(time.Second))
-		if errors.Is(err, embedded.ErrLocked) {
-			return fmt.Errorf("restore: %w: stop the service before restoring", err)
-		}
-		if err == nil {
-			if err := old.Close(); err != nil {
-				return fmt.Errorf("restore: %w", err)
-			}
-		}
-		aside = path + ".before-restore-" + time.Now().UTC().Format("20060102T150405Z")
-		if err := os.Rename(path, aside); err != nil {
-			return fmt.Errorf("restore: move the store at %s aside: %w", path, err)
+		if aside, err = moveAside(path, logger); err != nil {
+			return err
 		}
 	}
 	if err := os.Rename(copyPath, path); err != nil {
@@ -276,6 +253,46 @@ func restore(ctx context.Context, in invocation) error {
 		fmt.Fprintf(in.stdout, "the store that was at %s is at %s\n", path, aside)
 	}
 	return nil
+}
+
+// verifiedCopy copies the backup at src to dst and reads the copy back
+// whole, returning the keys it read.
+func verifiedCopy(ctx context.Context, src, dst string, logger *slog.Logger) (int, error) {
+	if err := copyStore(src, dst); err != nil {
+		return 0, fmt.Errorf("restore: copy %s: %w", src, err)
+	}
+	st, err := embedded.Open(dst, embedded.WithLogger(logger))
+	if err != nil {
+		return 0, fmt.Errorf("restore: %s is not a store that opens: %w", src, err)
+	}
+	n, err := st.Verify(ctx)
+	if cerr := st.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return 0, fmt.Errorf("restore: %s does not read back whole: %w", src, err)
+	}
+	return n, nil
+}
+
+// moveAside moves the store at path to a name of its own, and returns it.
+// It never moves a store a service holds; one that does not open
+// (damaged: a reason to restore) is moved aside all the same.
+func moveAside(path string, logger *slog.Logger) (string, error) {
+	old, err := embedded.Open(path, embedded.WithLogger(logger), embedded.WithTimeout(time.Second))
+	if errors.Is(err, embedded.ErrLocked) {
+		return "", fmt.Errorf("restore: %w: stop the service before restoring", err)
+	}
+	if err == nil {
+		if err := old.Close(); err != nil {
+			return "", fmt.Errorf("restore: %w", err)
+		}
+	}
+	aside := path + ".before-restore-" + time.Now().UTC().Format("20060102T150405Z")
+	if err := os.Rename(path, aside); err != nil {
+		return "", fmt.Errorf("restore: move the store at %s aside: %w", path, err)
+	}
+	return aside, nil
 }
 
 // copyStore copies the store at src (a Pebble directory, flat, or a bbolt
