@@ -81,14 +81,35 @@ func (c *threadCopy) page(ctx context.Context, items []item, last bool) error {
 	if err := c.mustFind(ctx, items, last); err != nil {
 		return err
 	}
-	var writes, cps []types.WriteRequest
+	writes, cps, err := c.puts(ctx, items)
+	if err != nil {
+		return err
+	}
+	c.queue(writes, cps, last)
+	if last && c.marker != nil {
+		if err := c.queueMarker(ctx); err != nil {
+			return err
+		}
+	}
+	if err := c.send(ctx, last); err != nil {
+		return err
+	}
+	c.pending = slices.Clone(c.pending) // lets go of the page's puts
+	return nil
+}
+
+// puts returns the puts in dst of the page's live items, the checkpoints
+// apart from the rest (writes, blobs, namespace items), which go before
+// them. src's tree index marker is set aside in c.marker: it goes last of
+// the whole copy.
+func (c *threadCopy) puts(ctx context.Context, items []item) (writes, cps []types.WriteRequest, err error) {
 	for _, it := range items {
 		if c.s.expired(getN(it, attrExpiresAt)) {
 			continue
 		}
 		put, err := c.s.copyItem(ctx, it, c.tenant, c.dst, c.pk)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		if isMarker(it) {
 			c.marker = &put
@@ -100,6 +121,16 @@ func (c *threadCopy) page(ctx context.Context, items []item, last bool) error {
 			writes = append(writes, put)
 		}
 	}
+	return writes, cps, nil
+}
+
+// queue adds a page's puts to the pending ones in an order that keeps dst
+// readable: the page's writes, then the checkpoint held from the page
+// before once its writes are all in (a later checkpoint is on this page,
+// or this page is the last), then the page's checkpoints but the last,
+// held for the next page where its writes may go on. The last page holds
+// nothing back.
+func (c *threadCopy) queue(writes, cps []types.WriteRequest, last bool) {
 	c.pending = append(c.pending, writes...)
 	if c.held != nil && (len(cps) > 0 || last) {
 		c.pending = append(c.pending, *c.held)
@@ -110,19 +141,26 @@ func (c *threadCopy) page(ctx context.Context, items []item, last bool) error {
 		cps = cps[:len(cps)-1]
 	}
 	c.pending = append(c.pending, cps...)
-	if last && c.marker != nil {
-		same, err := c.sameMarker(ctx)
-		if err != nil {
-			return err
-		}
-		if same {
-			c.pending = append(c.pending, *c.marker)
-		}
+}
+
+// queueMarker adds src's tree index marker after everything else, if it
+// is still the one copied (sameMarker).
+func (c *threadCopy) queueMarker(ctx context.Context) error {
+	same, err := c.sameMarker(ctx)
+	if err != nil || !same {
+		return err
 	}
+	c.pending = append(c.pending, *c.marker)
+	return nil
+}
+
+// send writes the pending puts in full requests (fullRequest); those that
+// do not fill one wait for the next page, unless this page is the last.
+func (c *threadCopy) send(ctx context.Context, last bool) error {
 	for len(c.pending) > 0 {
 		n := fullRequest(c.pending)
 		if n == 0 && !last {
-			break
+			return nil
 		}
 		if n == 0 {
 			n = len(c.pending)
@@ -132,7 +170,6 @@ func (c *threadCopy) page(ctx context.Context, items []item, last bool) error {
 		}
 		c.pending = c.pending[n:]
 	}
-	c.pending = slices.Clone(c.pending) // lets go of the page's puts
 	return nil
 }
 
