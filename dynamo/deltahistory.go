@@ -268,6 +268,15 @@ func (h *historyScan) more(ctx context.Context) (bool, error) {
 	return true, h.page(ctx)
 }
 
+// channelSet returns the channels of a request as a set.
+func channelSet(channels []string) map[string]bool {
+	set := make(map[string]bool, len(channels))
+	for _, ch := range channels {
+		set[ch] = true
+	}
+	return set
+}
+
 // earliest returns the earlier of two expiries, 0 standing for never.
 func earliest(a, b int64) int64 {
 	if a == 0 || (b != 0 && b < a) {

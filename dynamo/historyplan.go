@@ -3,6 +3,7 @@ package dynamo
 import (
 	"context"
 
+	"github.com/saver-dev/saver"
 	"github.com/saver-dev/saver/internal/awsx"
 )
 
@@ -21,13 +22,8 @@ type historyPlan struct {
 // it goes no further than known, the ancestor whose history the client
 // holds.
 func (h *historyScan) plan(ctx context.Context, channels []string, maxBytes int64, known string) (*historyPlan, error) {
-	for h.target == "" {
-		if more, err := h.more(ctx); !more || err != nil {
-			if err != nil {
-				return nil, err
-			}
-			break
-		}
+	if err := h.findLatest(ctx); err != nil {
+		return nil, err
 	}
 	p := &historyPlan{candidates: map[seedAt]string{}}
 	if h.target == "" {
@@ -39,10 +35,7 @@ func (h *historyScan) plan(ctx context.Context, channels []string, maxBytes int6
 		return p, err
 	}
 	p.chain = []*histNode{}
-	remaining := map[string]bool{}
-	for _, ch := range channels {
-		remaining[ch] = true
-	}
+	remaining := channelSet(channels)
 	seen := map[string]bool{t.id: true}
 	var bytes int64
 	for cur := t; cur.parent != "" && len(remaining) > 0; {
@@ -60,28 +53,11 @@ func (h *historyScan) plan(ctx context.Context, channels []string, maxBytes int6
 		}
 		seen[a.id] = true
 		p.chain = append(p.chain, a)
-		for _, it := range a.writes {
-			if remaining[getS(it, attrChannel)] || isBundle(it) {
-				bytes += int64(awsx.ItemSize(it))
-			}
-		}
-		if a.cached != nil {
-			for i := range a.cached.writes {
-				if w := &a.cached.writes[i]; remaining[w.Channel] {
-					bytes += w.Size()
-				}
-			}
-		}
-		for ch := range remaining {
-			holds, outOfOrder, err := h.holds(ctx, a, ch)
-			if err != nil || outOfOrder {
-				p.outOfOrder = outOfOrder
-				return p, err
-			}
-			if holds {
-				p.candidates[seedAt{a.id, ch}] = a.versions[ch]
-				delete(remaining, ch)
-			}
+		bytes += a.walkBytes(remaining)
+		outOfOrder, err = h.endWalksAt(ctx, a, remaining, p.candidates)
+		if err != nil || outOfOrder {
+			p.outOfOrder = outOfOrder
+			return p, err
 		}
 		if a.id == known {
 			break // the walk stops here too (saver.DeltaWalk.Known)
@@ -89,6 +65,64 @@ func (h *historyScan) plan(ctx context.Context, channels []string, maxBytes int6
 		cur = a
 	}
 	return p, nil
+}
+
+// findLatest reads pages, when the request named no target, until the
+// first live checkpoint the scan meets, the latest, is the target; it
+// stops without one when the namespace has none.
+func (h *historyScan) findLatest(ctx context.Context) error {
+	for h.target == "" {
+		more, err := h.more(ctx)
+		if err != nil || !more {
+			return err
+		}
+	}
+	return nil
+}
+
+// walkBytes is what a walk of channels holds of n's writes: those of the
+// channels, and the bundles, which may hold any channel's write. The plan
+// cuts the chain where these reach the request's MaxBytes.
+func (n *histNode) walkBytes(channels map[string]bool) int64 {
+	var bytes int64
+	for _, it := range n.writes {
+		if channels[getS(it, attrChannel)] || isBundle(it) {
+			bytes += int64(awsx.ItemSize(it))
+		}
+	}
+	if n.cached != nil {
+		bytes += writesBytes(n.cached.writes, channels)
+	}
+	return bytes
+}
+
+// writesBytes is the size of the writes of channels among ws, decoded
+// writes as the chain cache holds them.
+func writesBytes(ws []saver.Write, channels map[string]bool) int64 {
+	var bytes int64
+	for i := range ws {
+		if w := &ws[i]; channels[w.Channel] {
+			bytes += w.Size()
+		}
+	}
+	return bytes
+}
+
+// endWalksAt ends at ancestor a the walks of the remaining channels that a
+// holds a value of: a becomes their candidate seed, and they leave
+// remaining. True when the chain turns out of order.
+func (h *historyScan) endWalksAt(ctx context.Context, a *histNode, remaining map[string]bool, candidates map[seedAt]string) (bool, error) {
+	for ch := range remaining {
+		holds, outOfOrder, err := h.holds(ctx, a, ch)
+		if err != nil || outOfOrder {
+			return outOfOrder, err
+		}
+		if holds {
+			candidates[seedAt{a.id, ch}] = a.versions[ch]
+			delete(remaining, ch)
+		}
+	}
+	return false, nil
 }
 
 // holds reports whether checkpoint a may hold a value of channel: its
