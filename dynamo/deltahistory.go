@@ -334,43 +334,26 @@ func (h *historyScan) readSeeds(ctx context.Context, candidates map[seedAt]strin
 // writes decoded; those taken from it are charged to ctx's budget as the
 // table's reads are.
 func (h *historyScan) collect(ctx context.Context, in saver.DeltaRequest, plan *historyPlan, seeds map[seedAt]*saver.Typed) (map[string]*saver.DeltaHistory, error) {
-	channels, chain := in.Channels, plan.chain
-	wanted := make(map[string]bool, len(channels))
-	for _, ch := range channels {
-		wanted[ch] = true
-	}
+	wanted := channelSet(in.Channels)
 	keep := h.s.chains != nil
 	var l loads
 	var taken int64
-	parts := make([]*partial, len(chain))
-	for i, n := range chain {
-		p := &partial{tup: &saver.Tuple{}}
-		parts[i] = p
+	parts := make([]*partial, len(plan.chain))
+	for i, n := range plan.chain {
+		parts[i] = &partial{tup: &saver.Tuple{}}
 		if n.cached != nil {
-			for j := range n.cached.writes {
-				if w := &n.cached.writes[j]; wanted[w.Channel] {
-					taken += w.Size()
-				}
-			}
+			taken += writesBytes(n.cached.writes, wanted)
 			continue
 		}
 		for _, it := range n.writes {
-			if isBundle(it) {
-				v := &saver.Typed{}
-				if err := l.payload(it[attrValue], v); err != nil {
-					return nil, fmt.Errorf("bundle of task %s: %w", getS(it, attrTaskID), err)
-				}
-				p.bundles = append(p.bundles, bundleValue{sk: getS(it, attrSK), value: v})
+			// The walk needs the wanted channels' writes and the bundles
+			// (any channel's), the chain cache every write.
+			if !keep && !isBundle(it) && !wanted[getS(it, attrChannel)] {
 				continue
 			}
-			if !keep && !wanted[getS(it, attrChannel)] {
-				continue
-			}
-			w, err := decodeWrite(it, &l)
-			if err != nil {
+			if err := parts[i].addWrite(it, &l); err != nil {
 				return nil, err
 			}
-			p.writes = append(p.writes, w)
 		}
 	}
 	if err := saver.Take(ctx, taken); err != nil {
@@ -380,36 +363,39 @@ func (h *historyScan) collect(ctx context.Context, in saver.DeltaRequest, plan *
 		return nil, err
 	}
 	var entries []*chainEntry
-	for i, n := range chain {
+	for i, n := range plan.chain {
 		p := parts[i]
 		if n.cached != nil {
 			p.tup.Writes = n.cached.writes
 			continue
 		}
-		for _, w := range p.writes {
-			p.tup.Writes = append(p.tup.Writes, *w)
-		}
-		if err := p.unbundle(); err != nil {
+		if err := p.setWrites(); err != nil {
 			return nil, fmt.Errorf("checkpoint %s: %w", n.id, err)
 		}
-		saver.SortWrites(p.tup.Writes)
 		if keep {
 			entries = append(entries, h.entry(n, p.tup.Writes, seeds))
 		}
 	}
 	h.s.chains.put(h.epoch, entries...)
-	walk := saver.NewDeltaWalk(channels)
+	return walkChain(in, plan, parts, seeds)
+}
+
+// walkChain walks the chain, nearest ancestor first, with the writes
+// collected and the seeds read. Where the plan cut the chain at MaxBytes,
+// the channels still walking at its last ancestor stop there, their
+// history below left to another request (saver.DeltaWalk.Stop), unless
+// the walk stopped before it.
+func walkChain(in saver.DeltaRequest, plan *historyPlan, parts []*partial, seeds map[seedAt]*saver.Typed) (map[string]*saver.DeltaHistory, error) {
+	walk := saver.NewDeltaWalk(in.Channels)
 	walk.Limit(in.MaxBytes)
 	walk.Known(in.Known)
-	stopped := false
-	for i, n := range chain {
+	for i, n := range plan.chain {
 		if !walk.Visit(n.id, parts[i].tup.Writes, func(ch string) *saver.Typed { return seeds[seedAt{n.id, ch}] }) {
-			stopped = true
-			break
+			return walk.Result()
 		}
 	}
-	if plan.cut && !stopped {
-		walk.Stop(chain[len(chain)-1].id)
+	if plan.cut {
+		walk.Stop(plan.chain[len(plan.chain)-1].id)
 	}
 	return walk.Result()
 }
