@@ -122,21 +122,31 @@ func newPartial(tenant string, cp item, writes []item) (*partial, error) {
 	}
 	p.tup, p.chains, p.known = tup, chainsOf(cp), knownOf(cp)
 	for _, it := range writes {
-		if isBundle(it) {
-			v := &saver.Typed{}
-			if err := p.loads.payload(it[attrValue], v); err != nil {
-				return nil, fmt.Errorf("bundle of task %s: %w", getS(it, attrTaskID), err)
-			}
-			p.bundles = append(p.bundles, bundleValue{sk: getS(it, attrSK), value: v})
-			continue
-		}
-		w, err := decodeWrite(it, &p.loads)
-		if err != nil {
+		if err := p.addWrite(it, &p.loads); err != nil {
 			return nil, err
 		}
-		p.writes = append(p.writes, w)
 	}
 	return p, nil
+}
+
+// addWrite decodes a write item of the checkpoint, its offloaded payload
+// deferred in l: a bundle is kept whole, for unbundle to unpack once the
+// payloads are fetched.
+func (p *partial) addWrite(it item, l *loads) error {
+	if isBundle(it) {
+		v := &saver.Typed{}
+		if err := l.payload(it[attrValue], v); err != nil {
+			return fmt.Errorf("bundle of task %s: %w", getS(it, attrTaskID), err)
+		}
+		p.bundles = append(p.bundles, bundleValue{sk: getS(it, attrSK), value: v})
+		return nil
+	}
+	w, err := decodeWrite(it, l)
+	if err != nil {
+		return err
+	}
+	p.writes = append(p.writes, w)
+	return nil
 }
 
 // complete resolves the partials' channel values, from memory when a
@@ -213,13 +223,19 @@ func (p *partial) finish(r *blobReader, ps patches, pk string, mem map[string]sa
 		}
 	}
 	slices.SortFunc(tup.Values, func(a, b saver.Blob) int { return strings.Compare(a.Channel, b.Channel) })
+	return p.setWrites()
+}
+
+// setWrites sets the tuple's writes, once their payloads are fetched: the
+// decoded ones and those of the bundles, in the contract's order.
+func (p *partial) setWrites() error {
 	for _, w := range p.writes {
-		tup.Writes = append(tup.Writes, *w)
+		p.tup.Writes = append(p.tup.Writes, *w)
 	}
 	if err := p.unbundle(); err != nil {
 		return err
 	}
-	saver.SortWrites(tup.Writes)
+	saver.SortWrites(p.tup.Writes)
 	return nil
 }
 

@@ -268,140 +268,21 @@ func (h *historyScan) more(ctx context.Context) (bool, error) {
 	return true, h.page(ctx)
 }
 
+// channelSet returns the channels of a request as a set.
+func channelSet(channels []string) map[string]bool {
+	set := make(map[string]bool, len(channels))
+	for _, ch := range channels {
+		set[ch] = true
+	}
+	return set
+}
+
 // earliest returns the earlier of two expiries, 0 standing for never.
 func earliest(a, b int64) int64 {
 	if a == 0 || (b != 0 && b < a) {
 		return b
 	}
 	return a
-}
-
-// historyPlan is where each channel's walk is expected to end.
-type historyPlan struct {
-	chain      []*histNode // the target's ancestors, nearest first, as far as any walk goes
-	candidates map[seedAt]string
-	outOfOrder bool
-	// cut says the chain stops at the request's MaxBytes, with walks
-	// that go on past it.
-	cut bool
-}
-
-// plan follows the chain from the target's parent and finds, per channel,
-// the nearest ancestor that holds a value of it, reading pages as needed;
-// it goes no further than known, the ancestor whose history the client
-// holds.
-func (h *historyScan) plan(ctx context.Context, channels []string, maxBytes int64, known string) (*historyPlan, error) {
-	for h.target == "" {
-		if more, err := h.more(ctx); !more || err != nil {
-			if err != nil {
-				return nil, err
-			}
-			break
-		}
-	}
-	p := &historyPlan{candidates: map[seedAt]string{}}
-	if h.target == "" {
-		return p, nil
-	}
-	t, outOfOrder, err := h.node(ctx, h.target)
-	if err != nil || outOfOrder || t == nil {
-		p.outOfOrder = outOfOrder
-		return p, err
-	}
-	p.chain = []*histNode{}
-	remaining := map[string]bool{}
-	for _, ch := range channels {
-		remaining[ch] = true
-	}
-	seen := map[string]bool{t.id: true}
-	var bytes int64
-	for cur := t; cur.parent != "" && len(remaining) > 0; {
-		if maxBytes > 0 && bytes >= maxBytes {
-			p.cut = true
-			break
-		}
-		a, outOfOrder, err := h.node(ctx, cur.parent)
-		if err != nil || outOfOrder {
-			p.outOfOrder = outOfOrder
-			return p, err
-		}
-		if a == nil || seen[a.id] {
-			break
-		}
-		seen[a.id] = true
-		p.chain = append(p.chain, a)
-		for _, it := range a.writes {
-			if remaining[getS(it, attrChannel)] || isBundle(it) {
-				bytes += int64(awsx.ItemSize(it))
-			}
-		}
-		if a.cached != nil {
-			for i := range a.cached.writes {
-				if w := &a.cached.writes[i]; remaining[w.Channel] {
-					bytes += w.Size()
-				}
-			}
-		}
-		for ch := range remaining {
-			holds, outOfOrder, err := h.holds(ctx, a, ch)
-			if err != nil || outOfOrder {
-				p.outOfOrder = outOfOrder
-				return p, err
-			}
-			if holds {
-				p.candidates[seedAt{a.id, ch}] = a.versions[ch]
-				delete(remaining, ch)
-			}
-		}
-		if a.id == known {
-			break // the walk stops here too (saver.DeltaWalk.Known)
-		}
-		cur = a
-	}
-	return p, nil
-}
-
-// holds reports whether checkpoint a may hold a value of channel: its
-// version of the channel was brought, with a value, by a (or by the
-// ancestor its version comes from, a fork's or an unchanged channel's), or
-// it is not known where the version came from. Reads confirm it.
-func (h *historyScan) holds(ctx context.Context, a *histNode, channel string) (bool, bool, error) {
-	ver, ok := a.versions[channel]
-	if !ok || h.absent[seedAt{a.id, channel}] {
-		return false, false, nil
-	}
-	if v, ok := h.holding[[2]string{channel, ver}]; ok {
-		return v, false, nil
-	}
-	holds, outOfOrder, err := h.origin(ctx, a, channel, ver)
-	if err == nil && !outOfOrder {
-		h.holding[[2]string{channel, ver}] = holds
-	}
-	return holds, outOfOrder, err
-}
-
-// origin goes down a's chain to the checkpoint that brought its version
-// of channel and says whether that one brought a value; true when it cannot
-// tell (an item older than attrBrought, or the chain cut short).
-func (h *historyScan) origin(ctx context.Context, a *histNode, channel, ver string) (bool, bool, error) {
-	seen := map[string]bool{}
-	for n := a; ; {
-		if b, ok := n.brought[channel]; ok {
-			return b, false, nil
-		}
-		seen[n.id] = true
-		if n.parent == "" || seen[n.parent] {
-			return true, false, nil
-		}
-		p, outOfOrder, err := h.node(ctx, n.parent)
-		if err != nil || outOfOrder {
-			return false, outOfOrder, err
-		}
-		if p == nil || p.versions[channel] != ver {
-			return true, false, nil
-		}
-		n = p
-	}
 }
 
 // readSeeds reads the candidates' values in one BatchGetItem (plus their
@@ -453,43 +334,26 @@ func (h *historyScan) readSeeds(ctx context.Context, candidates map[seedAt]strin
 // writes decoded; those taken from it are charged to ctx's budget as the
 // table's reads are.
 func (h *historyScan) collect(ctx context.Context, in saver.DeltaRequest, plan *historyPlan, seeds map[seedAt]*saver.Typed) (map[string]*saver.DeltaHistory, error) {
-	channels, chain := in.Channels, plan.chain
-	wanted := make(map[string]bool, len(channels))
-	for _, ch := range channels {
-		wanted[ch] = true
-	}
+	wanted := channelSet(in.Channels)
 	keep := h.s.chains != nil
 	var l loads
 	var taken int64
-	parts := make([]*partial, len(chain))
-	for i, n := range chain {
-		p := &partial{tup: &saver.Tuple{}}
-		parts[i] = p
+	parts := make([]*partial, len(plan.chain))
+	for i, n := range plan.chain {
+		parts[i] = &partial{tup: &saver.Tuple{}}
 		if n.cached != nil {
-			for j := range n.cached.writes {
-				if w := &n.cached.writes[j]; wanted[w.Channel] {
-					taken += w.Size()
-				}
-			}
+			taken += writesBytes(n.cached.writes, wanted)
 			continue
 		}
 		for _, it := range n.writes {
-			if isBundle(it) {
-				v := &saver.Typed{}
-				if err := l.payload(it[attrValue], v); err != nil {
-					return nil, fmt.Errorf("bundle of task %s: %w", getS(it, attrTaskID), err)
-				}
-				p.bundles = append(p.bundles, bundleValue{sk: getS(it, attrSK), value: v})
+			// The walk needs the wanted channels' writes and the bundles
+			// (any channel's), the chain cache every write.
+			if !keep && !isBundle(it) && !wanted[getS(it, attrChannel)] {
 				continue
 			}
-			if !keep && !wanted[getS(it, attrChannel)] {
-				continue
-			}
-			w, err := decodeWrite(it, &l)
-			if err != nil {
+			if err := parts[i].addWrite(it, &l); err != nil {
 				return nil, err
 			}
-			p.writes = append(p.writes, w)
 		}
 	}
 	if err := saver.Take(ctx, taken); err != nil {
@@ -499,36 +363,39 @@ func (h *historyScan) collect(ctx context.Context, in saver.DeltaRequest, plan *
 		return nil, err
 	}
 	var entries []*chainEntry
-	for i, n := range chain {
+	for i, n := range plan.chain {
 		p := parts[i]
 		if n.cached != nil {
 			p.tup.Writes = n.cached.writes
 			continue
 		}
-		for _, w := range p.writes {
-			p.tup.Writes = append(p.tup.Writes, *w)
-		}
-		if err := p.unbundle(); err != nil {
+		if err := p.setWrites(); err != nil {
 			return nil, fmt.Errorf("checkpoint %s: %w", n.id, err)
 		}
-		saver.SortWrites(p.tup.Writes)
 		if keep {
 			entries = append(entries, h.entry(n, p.tup.Writes, seeds))
 		}
 	}
 	h.s.chains.put(h.epoch, entries...)
-	walk := saver.NewDeltaWalk(channels)
+	return walkChain(in, plan, parts, seeds)
+}
+
+// walkChain walks the chain, nearest ancestor first, with the writes
+// collected and the seeds read. Where the plan cut the chain at MaxBytes,
+// the channels still walking at its last ancestor stop there, their
+// history below left to another request (saver.DeltaWalk.Stop), unless
+// the walk stopped before it.
+func walkChain(in saver.DeltaRequest, plan *historyPlan, parts []*partial, seeds map[seedAt]*saver.Typed) (map[string]*saver.DeltaHistory, error) {
+	walk := saver.NewDeltaWalk(in.Channels)
 	walk.Limit(in.MaxBytes)
 	walk.Known(in.Known)
-	stopped := false
-	for i, n := range chain {
+	for i, n := range plan.chain {
 		if !walk.Visit(n.id, parts[i].tup.Writes, func(ch string) *saver.Typed { return seeds[seedAt{n.id, ch}] }) {
-			stopped = true
-			break
+			return walk.Result()
 		}
 	}
-	if plan.cut && !stopped {
-		walk.Stop(chain[len(chain)-1].id)
+	if plan.cut {
+		walk.Stop(plan.chain[len(plan.chain)-1].id)
 	}
 	return walk.Result()
 }
