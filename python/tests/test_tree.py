@@ -244,3 +244,53 @@ def test_async_twins_answer_the_same(saver_url: str) -> None:
             return tuple(answers)
 
     assert asyncio.run(queries()) == sync
+
+
+def test_nodes_from_the_wire() -> None:
+    """Nodes read from the wire: a key the client does not know is left out,
+    an empty parent is None, and a node with a key missing is a
+    BadResponseError that names it."""
+    from saver_client.errors import BadResponseError
+    from saver_client.tree import nodes_from_wire
+
+    def wire(**over: Any) -> dict[str, Any]:
+        node = {
+            "id": "c2",
+            "ns": "",
+            "parent": "c1",
+            "parent_ns": "",
+            "source": "loop",
+            "step": 2,
+            "status": "ok",
+            "has_error": False,
+            "has_interrupt": True,
+            "on_live_path": True,
+            "orphan": False,
+        }
+        node.update(over)
+        return node
+
+    want = TreeNode(
+        checkpoint_id="c2",
+        checkpoint_ns="",
+        parent_id="c1",
+        parent_ns="",
+        source="loop",
+        step=2,
+        status="ok",
+        has_error=False,
+        has_interrupt=True,
+        on_live_path=True,
+        orphan=False,
+    )
+    plain, extra = nodes_from_wire({"nodes": [wire(), wire(new_field=1)]})
+    assert plain == want and extra == want
+    assert vars(plain) == vars(want) and not hasattr(extra, "new_field")
+    (root,) = nodes_from_wire({"nodes": [wire(parent="")]})
+    assert root.parent_id is None
+    missing = wire()
+    del missing["orphan"]
+    with pytest.raises(BadResponseError, match="orphan"):
+        nodes_from_wire({"nodes": [missing]})
+    tree = ThreadTree.from_wire({"thread_id": "t", "head": wire(), "nodes": [wire()]})
+    assert tree.nodes == (want,) and tree.head == want
