@@ -18,11 +18,10 @@ import (
 // It never answers with a state older than the store's. Every write
 // transaction that changes the nodes bucket updates or drops the threads
 // it touched once it has committed or failed (nodeWatch), and bumps their
-// generation;
-// a scan's result is kept only if its thread's generation is the one it
-// read before its snapshot, so a scan that raced a write is used once and
-// not kept. Expiry is applied on every read, as the scan does, so an
-// entry holds expired nodes and flags until a write drops it.
+// generation; a scan's result is kept only if its thread's generation is
+// the one it read before its snapshot, so a scan that raced a write is
+// used once and not kept. Expiry is applied on every read, as the scan
+// does, so an entry holds expired nodes and flags until a write drops it.
 type treeCache struct {
 	max  int // most nodes held, over all threads; 0 keeps none
 	seed maphash.Seed
