@@ -167,20 +167,36 @@ func (b watchBucket) Delete(k []byte) error {
 	return b.kvBucket.Delete(k)
 }
 
+// maxNodeCopy is the most nodes with copies a change is applied: past it
+// the thread is dropped instead. The copy is made on the commit
+// goroutine, which every writer waits on, and a node holds pointers: at
+// 10,000 a copy took milliseconds with the garbage collector's share.
+// Appends, the usual change (a checkpoint newer than the others of its
+// namespace, the last one), copy nothing but when the slice grows.
+const maxNodeCopy = 2048
+
 // with returns the thread with the puts applied, as a scan after them
-// would read it; false when one is not a change it can apply without a
-// scan (a flag of a node not listed, or of a kind the node has already:
-// the scan keeps the later expiry of the two records, which may be the
-// one replaced). t is left as it was: readers share it.
+// would read it; false when one is not a change it applies without a scan
+// (a flag of a node not listed, or of a kind the node has already: the
+// scan keeps the later expiry of the two records, which may be the one
+// replaced), or only with a copy of more than maxNodeCopy nodes. t is left
+// as it was: readers share it.
 func (t *cachedThread) with(puts []nodePut) (*cachedThread, bool) {
 	nodes := t.nodes
 	// shared is how many of nodes' first elements readers of t may be
 	// reading: an element past them (appended here) is written in place.
 	shared := len(nodes)
-	own := func() {
-		if shared > 0 {
-			nodes, shared = slices.Clone(nodes), 0
+	// own copies nodes before an element readers see is written, with
+	// room for what the puts may add.
+	own := func() bool {
+		if shared == 0 {
+			return true
 		}
+		if shared > maxNodeCopy {
+			return false
+		}
+		nodes, shared = append(make([]cachedNode, 0, len(nodes)+len(puts)), nodes...), 0
+		return true
 	}
 	for _, p := range puts {
 		i, found := slices.BinarySearchFunc(nodes, p, func(c cachedNode, p nodePut) int {
@@ -188,13 +204,13 @@ func (t *cachedThread) with(puts []nodePut) (*cachedThread, bool) {
 		})
 		switch {
 		case p.flag == flagNone && !found:
-			if i < len(nodes) {
-				own()
+			if i < shared && !own() {
+				return nil, false
 			}
 			nodes = slices.Insert(nodes, i, p.node)
 		case p.flag == flagNone:
-			if i < shared {
-				own()
+			if i < shared && !own() {
+				return nil, false
 			}
 			n := &nodes[i]
 			n.node, n.exp = p.node.node, p.node.exp
@@ -210,8 +226,8 @@ func (t *cachedThread) with(puts []nodePut) (*cachedThread, bool) {
 			default:
 				return nil, false
 			}
-			if i < shared {
-				own()
+			if i < shared && !own() {
+				return nil, false
 			}
 			nodes[i] = n
 		}

@@ -376,3 +376,47 @@ func TestCachedThreadWith(t *testing.T) {
 		})
 	}
 }
+
+// TestCachedThreadWithCopiesLittle: a change that writes a node readers
+// see copies the thread's nodes, up to maxNodeCopy of them; past that the
+// thread is dropped (with refuses), since the copy holds up every writer.
+// An append copies nothing that readers see.
+func TestCachedThreadWithCopiesLittle(t *testing.T) {
+	thread := func(n int) *cachedThread {
+		nodes := make([]cachedNode, n)
+		for i := range nodes {
+			nodes[i].node = saver.Node{ThreadID: "a", ID: fmt.Sprintf("%06d", i+1)}
+		}
+		return &cachedThread{prefix: "p", nodes: nodes}
+	}
+	put := func(id string) nodePut {
+		return nodePut{id: id, node: cachedNode{node: saver.Node{ThreadID: "a", ID: id}}}
+	}
+	flag := nodePut{id: "000001", flag: flagError}
+	for _, tc := range []struct {
+		name  string
+		nodes int
+		put   nodePut
+		want  int // nodes after the put, 0 if refused
+	}{
+		{"append past the bound", maxNodeCopy + 1, put("999999"), maxNodeCopy + 2},
+		{"insert at the bound", maxNodeCopy, put("000000"), maxNodeCopy + 1},
+		{"insert past the bound", maxNodeCopy + 1, put("000000"), 0},
+		{"flag at the bound", maxNodeCopy, flag, maxNodeCopy},
+		{"flag past the bound", maxNodeCopy + 1, flag, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			th := thread(tc.nodes)
+			got, ok := th.with([]nodePut{tc.put})
+			if ok != (tc.want > 0) {
+				t.Fatalf("applied = %v, want %v", ok, tc.want > 0)
+			}
+			if ok && len(got.nodes) != tc.want {
+				t.Fatalf("%d nodes after the put, want %d", len(got.nodes), tc.want)
+			}
+			if th.nodes[0].node.ID != "000001" || th.nodes[0].hasErr {
+				t.Fatalf("the thread applied to changed: first node %+v", th.nodes[0])
+			}
+		})
+	}
+}
