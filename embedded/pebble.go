@@ -153,8 +153,8 @@ func (e *pebbleEngine) roomFor(n uint64, deletion bool) error {
 	}
 	pending := e.wal.bytes(e.db)
 	if free < reserve+pending+2*n {
-		if pending > 0 && free >= e.reserve {
-			e.askFlush()
+		if pending > 0 && free >= e.reserve+2*n {
+			e.askFlush() // only the log keeps the write out
 		}
 		return fmt.Errorf("%d bytes free, under the %d kept in reserve, %d to flush and %d to commit: %w",
 			free, reserve, pending, 2*n, syscall.ENOSPC)
@@ -167,11 +167,12 @@ func (e *pebbleEngine) roomFor(n uint64, deletion bool) error {
 // flushed only by more commits filling the memtable, and every put was
 // refused: after its threads were deleted to free space it stayed not
 // ready for good, its deletions' tombstones unflushed and the data they
-// delete still on disk. roomFor asks only while the whole reserve is free,
-// the log alone keeping puts out: a flush takes space (its table, and a
-// new log beside the old one, kept for reuse), which must not come out of
-// what deletions may use, and Pebble cannot go on after a failed log
-// write. Its caller holds e.mu, so the DB is open.
+// delete still on disk. roomFor asks only when the log alone keeps the
+// write out, the whole reserve free beside the write: a flush takes space
+// (its table, and a new log beside the old one, kept for reuse), which
+// must not come out of what deletions may use, and Pebble cannot go on
+// after a failed log write; and each flush starts a new log, even of an
+// empty memtable. Its caller holds e.mu, so the DB is open.
 func (e *pebbleEngine) askFlush() {
 	now := time.Now().UnixNano()
 	last := e.flushAsked.Load()
