@@ -103,7 +103,7 @@ func (s *Store) thread(ctx context.Context, tenant, threadID string) (*cachedThr
 	if s.treeScanHook != nil {
 		s.treeScanHook()
 	}
-	t := &cachedThread{prefix: string(prefix), nodes: nodes}
+	t := newCachedThread(string(prefix), nodes)
 	s.trees.keep(t, gen)
 	return t, nil
 }

@@ -170,9 +170,10 @@ func (b watchBucket) Delete(k []byte) error {
 // maxNodeCopy is the most nodes with copies a change is applied: past it
 // the thread is dropped instead. The copy is made on the commit
 // goroutine, which every writer waits on, and a node holds pointers: at
-// 10,000 a copy took milliseconds with the garbage collector's share.
-// Appends, the usual change (a checkpoint newer than the others of its
-// namespace, the last one), copy nothing but when the slice grows.
+// 10,000 a copy took milliseconds with the garbage collector's share. It
+// is a copy of one namespace's nodes; appends, the usual change (a
+// checkpoint newer than the others of its namespace), copy nothing but
+// when the slice grows.
 const maxNodeCopy = 2048
 
 // with returns the thread with the puts applied, as a scan after them
@@ -182,12 +183,44 @@ const maxNodeCopy = 2048
 // replaced), or only with a copy of more than maxNodeCopy nodes. t is left
 // as it was: readers share it.
 func (t *cachedThread) with(puts []nodePut) (*cachedThread, bool) {
-	nodes := t.nodes
-	// shared is how many of nodes' first elements readers of t may be
-	// reading: an element past them (appended here) is written in place.
-	shared := len(nodes)
-	// own copies nodes before an element readers see is written, with
-	// room for what the puts may add.
+	spaces := slices.Clone(t.spaces) // the namespaces' headers only
+	// shared[s] is how many of spaces[s]'s first nodes readers of t may be
+	// reading: a node past them (appended here) is written in place.
+	shared := make([]int, len(spaces))
+	for s := range spaces {
+		shared[s] = len(spaces[s])
+	}
+	n := t.n
+	for _, p := range puts {
+		s, found := slices.BinarySearchFunc(spaces, p.ns, func(sp spaceNodes, ns string) int {
+			return cmp.Compare(sp[0].node.NS, ns)
+		})
+		if !found {
+			if p.flag != flagNone {
+				return nil, false // a flag of no node
+			}
+			spaces = slices.Insert(spaces, s, spaceNodes{p.node})
+			shared = slices.Insert(shared, s, 0)
+			n++
+			continue
+		}
+		nodes, ok := spaces[s].with(p, shared[s], len(puts))
+		if !ok {
+			return nil, false
+		}
+		n += len(nodes) - len(spaces[s])
+		if &nodes[0] != &spaces[s][0] {
+			shared[s] = 0 // a copy of its own
+		}
+		spaces[s] = nodes
+	}
+	return &cachedThread{prefix: t.prefix, spaces: spaces, n: n}, true
+}
+
+// with returns the namespace's nodes with p applied, of which readers see
+// the first shared: those are copied before one is written, with room for
+// grow more.
+func (nodes spaceNodes) with(p nodePut, shared, grow int) (spaceNodes, bool) {
 	own := func() bool {
 		if shared == 0 {
 			return true
@@ -195,42 +228,40 @@ func (t *cachedThread) with(puts []nodePut) (*cachedThread, bool) {
 		if shared > maxNodeCopy {
 			return false
 		}
-		nodes, shared = append(make([]cachedNode, 0, len(nodes)+len(puts)), nodes...), 0
+		nodes, shared = append(make(spaceNodes, 0, len(nodes)+grow), nodes...), 0
 		return true
 	}
-	for _, p := range puts {
-		i, found := slices.BinarySearchFunc(nodes, p, func(c cachedNode, p nodePut) int {
-			return cmp.Or(cmp.Compare(c.node.NS, p.ns), cmp.Compare(c.node.ID, p.id))
-		})
-		switch {
-		case p.flag == flagNone && !found:
-			if i < shared && !own() {
-				return nil, false
-			}
-			nodes = slices.Insert(nodes, i, p.node)
-		case p.flag == flagNone:
-			if i < shared && !own() {
-				return nil, false
-			}
-			n := &nodes[i]
-			n.node, n.exp = p.node.node, p.node.exp
-		case !found:
+	i, found := slices.BinarySearchFunc(nodes, p.id, func(c cachedNode, id string) int {
+		return cmp.Compare(c.node.ID, id)
+	})
+	switch {
+	case p.flag == flagNone && !found:
+		if i < shared && !own() {
 			return nil, false
-		default:
-			n := nodes[i]
-			switch {
-			case p.flag == flagError && !n.hasErr:
-				n.hasErr, n.errExp = true, p.exp
-			case p.flag == flagInterrupt && !n.hasInt:
-				n.hasInt, n.intExp = true, p.exp
-			default:
-				return nil, false
-			}
-			if i < shared && !own() {
-				return nil, false
-			}
-			nodes[i] = n
 		}
+		return slices.Insert(nodes, i, p.node), true
+	case p.flag == flagNone:
+		if i < shared && !own() {
+			return nil, false
+		}
+		c := &nodes[i]
+		c.node, c.exp = p.node.node, p.node.exp
+		return nodes, true
+	case !found:
+		return nil, false
 	}
-	return &cachedThread{prefix: t.prefix, nodes: nodes}, true
+	c := nodes[i]
+	switch {
+	case p.flag == flagError && !c.hasErr:
+		c.hasErr, c.errExp = true, p.exp
+	case p.flag == flagInterrupt && !c.hasInt:
+		c.hasInt, c.intExp = true, p.exp
+	default:
+		return nil, false
+	}
+	if i < shared && !own() {
+		return nil, false
+	}
+	nodes[i] = c
+	return nodes, true
 }

@@ -42,13 +42,35 @@ const DefaultTreeCacheNodes = 100_000
 
 type cachedThread struct {
 	prefix string
-	nodes  []cachedNode
+	// spaces holds the nodes by namespace, each in checkpoint id order, the
+	// namespaces in key order: a scan's order. A checkpoint newer than the
+	// others of its namespace is an append to its own, whatever comes after.
+	spaces []spaceNodes
+	n      int // nodes in all
 
 	// built is the tree of the nodes live until builtUntil (a Unix time, 0
 	// for never), when the first of them or of their flags expires.
 	mu         sync.Mutex
 	built      *tree.Tree
 	builtUntil int64
+}
+
+// spaceNodes are the nodes of one namespace, never none.
+type spaceNodes []cachedNode
+
+// newCachedThread holds nodes in a scan's order. Each namespace's slice is
+// capped at its end, so that an append to one never writes over the next.
+func newCachedThread(prefix string, nodes []cachedNode) *cachedThread {
+	t := &cachedThread{prefix: prefix, n: len(nodes)}
+	for i := 0; i < len(nodes); {
+		j := i + 1
+		for j < len(nodes) && nodes[j].node.NS == nodes[i].node.NS {
+			j++
+		}
+		t.spaces = append(t.spaces, spaceNodes(nodes[i:j:j]))
+		i = j
+	}
+	return t
 }
 
 // cachedNode is a node as its records say, before expiry: its own expiry
@@ -90,7 +112,7 @@ func (c *treeCache) gen(prefix []byte) uint64 {
 // keep holds a scanned thread unless a write of it committed since gen
 // was read, evicting the threads read longest ago to make room.
 func (c *treeCache) keep(t *cachedThread, gen uint64) {
-	if len(t.nodes) == 0 || len(t.nodes) > c.max {
+	if t.n == 0 || t.n > c.max {
 		return
 	}
 	c.mu.Lock()
@@ -99,11 +121,11 @@ func (c *treeCache) keep(t *cachedThread, gen uint64) {
 		return
 	}
 	c.removeLocked(t.prefix)
-	for c.held+len(t.nodes) > c.max {
+	for c.held+t.n > c.max {
 		c.removeLocked(c.lru.Back().Value.(*cachedThread).prefix)
 	}
 	c.threads[t.prefix] = c.lru.PushFront(t)
-	c.held += len(t.nodes)
+	c.held += t.n
 }
 
 // peek returns the thread's cached nodes, nil if it has none, without
@@ -134,7 +156,7 @@ func (c *treeCache) apply(touched map[string]*threadChange, committed bool) {
 		}
 		// Built outside the lock: at 10,000 nodes a copy takes a tenth of
 		// a millisecond that other threads' readers need not wait.
-		if t, ok := ch.base.with(ch.puts); ok && len(t.nodes) <= c.max {
+		if t, ok := ch.base.with(ch.puts); ok && t.n <= c.max {
 			updated[p] = t
 		}
 	}
@@ -148,7 +170,7 @@ func (c *treeCache) apply(touched map[string]*threadChange, committed bool) {
 			c.removeLocked(p)
 			continue
 		}
-		c.held += len(t.nodes) - len(ch.base.nodes)
+		c.held += t.n - ch.base.n
 		e.Value = t
 	}
 	for c.held > c.max {
@@ -171,7 +193,7 @@ func (c *treeCache) dropAll() {
 
 func (c *treeCache) removeLocked(prefix string) {
 	if e, ok := c.threads[prefix]; ok {
-		c.held -= len(e.Value.(*cachedThread).nodes)
+		c.held -= e.Value.(*cachedThread).n
 		c.lru.Remove(e)
 		delete(c.threads, prefix)
 	}
@@ -181,16 +203,18 @@ func (c *treeCache) removeLocked(prefix string) {
 // the flags that have not. The nodes share their Parents maps with the
 // cache: callers only read them.
 func (t *cachedThread) live(now time.Time) []saver.Node {
-	out := make([]saver.Node, 0, len(t.nodes))
-	for i := range t.nodes {
-		c := &t.nodes[i]
-		if saver.Expired(c.exp, now) {
-			continue
+	out := make([]saver.Node, 0, t.n)
+	for _, space := range t.spaces {
+		for i := range space {
+			c := &space[i]
+			if saver.Expired(c.exp, now) {
+				continue
+			}
+			n := c.node
+			n.HasError = c.hasErr && !saver.Expired(c.errExp, now)
+			n.HasInterrupt = c.hasInt && !saver.Expired(c.intExp, now)
+			out = append(out, n)
 		}
-		n := c.node
-		n.HasError = c.hasErr && !saver.Expired(c.errExp, now)
-		n.HasInterrupt = c.hasInt && !saver.Expired(c.intExp, now)
-		out = append(out, n)
 	}
 	return out
 }
@@ -216,14 +240,16 @@ func (t *cachedThread) nextExpiry(now time.Time) int64 {
 			next = exp
 		}
 	}
-	for i := range t.nodes {
-		c := &t.nodes[i]
-		soonest(c.exp)
-		if c.hasErr {
-			soonest(c.errExp)
-		}
-		if c.hasInt {
-			soonest(c.intExp)
+	for _, space := range t.spaces {
+		for i := range space {
+			c := &space[i]
+			soonest(c.exp)
+			if c.hasErr {
+				soonest(c.errExp)
+			}
+			if c.hasInt {
+				soonest(c.intExp)
+			}
 		}
 	}
 	return next

@@ -231,7 +231,7 @@ func TestTreeCacheRacedScan(t *testing.T) {
 func TestTreeCacheKeepsNoRacedScan(t *testing.T) {
 	c := newTreeCache(10)
 	p := key("t", "a")
-	th := &cachedThread{prefix: string(p), nodes: []cachedNode{{node: saver.Node{ID: "1"}}}}
+	th := newCachedThread(string(p), []cachedNode{{node: saver.Node{ID: "1"}}})
 	gen := c.gen(p)
 	c.apply(map[string]*threadChange{string(p): {}}, true) // a write that does not apply
 	c.keep(th, gen)
@@ -253,7 +253,7 @@ func TestTreeCacheKeepsNoRacedScan(t *testing.T) {
 func TestTreeCacheBound(t *testing.T) {
 	c := newTreeCache(10)
 	of := func(p []byte, n int) *cachedThread {
-		return &cachedThread{prefix: string(p), nodes: make([]cachedNode, n)}
+		return newCachedThread(string(p), make([]cachedNode, n))
 	}
 	for _, th := range []string{"a", "b", "c"} {
 		p := key("t", th)
@@ -354,24 +354,30 @@ func TestCachedThreadWith(t *testing.T) {
 		{"second flag of a kind", []nodePut{flag("", "2", flagError, 90)}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			// Room past the end, so that an append may write in place.
-			nodes := append(make([]cachedNode, 0, 8), base...)
-			th := &cachedThread{prefix: "p", nodes: nodes}
+			th := newCachedThread("p", slices.Clone(base))
+			// Room past the end of each namespace, as after a put that grew
+			// it, so that an append may write in place.
+			for i, space := range th.spaces {
+				th.spaces[i] = append(make(spaceNodes, 0, 8), space...)
+			}
 			got, ok := th.with(tc.puts)
-			if diff := cmp.Diff(base, th.nodes, cmp.AllowUnexported(cachedNode{})); diff != "" {
+			if diff := cmp.Diff(base, th.flat(), cmp.AllowUnexported(cachedNode{})); diff != "" {
 				t.Fatalf("the thread applied to changed (-before +after):\n%s", diff)
 			}
 			if tc.want == nil {
 				if ok {
-					t.Fatalf("applied %+v, want refused", got.nodes)
+					t.Fatalf("applied %+v, want refused", got.flat())
 				}
 				return
 			}
 			if !ok {
 				t.Fatal("refused")
 			}
-			if diff := cmp.Diff(tc.want, got.nodes, cmp.AllowUnexported(cachedNode{})); diff != "" {
+			if diff := cmp.Diff(tc.want, got.flat(), cmp.AllowUnexported(cachedNode{})); diff != "" {
 				t.Fatalf("nodes (-want +got):\n%s", diff)
+			}
+			if got.n != len(tc.want) {
+				t.Fatalf("the thread counts %d nodes, holds %d", got.n, len(tc.want))
 			}
 		})
 	}
@@ -387,7 +393,7 @@ func TestCachedThreadWithCopiesLittle(t *testing.T) {
 		for i := range nodes {
 			nodes[i].node = saver.Node{ThreadID: "a", ID: fmt.Sprintf("%06d", i+1)}
 		}
-		return &cachedThread{prefix: "p", nodes: nodes}
+		return newCachedThread("p", nodes)
 	}
 	put := func(id string) nodePut {
 		return nodePut{id: id, node: cachedNode{node: saver.Node{ThreadID: "a", ID: id}}}
@@ -411,12 +417,36 @@ func TestCachedThreadWithCopiesLittle(t *testing.T) {
 			if ok != (tc.want > 0) {
 				t.Fatalf("applied = %v, want %v", ok, tc.want > 0)
 			}
-			if ok && len(got.nodes) != tc.want {
-				t.Fatalf("%d nodes after the put, want %d", len(got.nodes), tc.want)
+			if ok && (len(got.flat()) != tc.want || got.n != tc.want) {
+				t.Fatalf("%d nodes after the put (counted %d), want %d", len(got.flat()), got.n, tc.want)
 			}
-			if th.nodes[0].node.ID != "000001" || th.nodes[0].hasErr {
-				t.Fatalf("the thread applied to changed: first node %+v", th.nodes[0])
+			if first := th.flat()[0]; first.node.ID != "000001" || first.hasErr {
+				t.Fatalf("the thread applied to changed: first node %+v", first)
 			}
 		})
 	}
+	// A root checkpoint of a thread with a subgraph sorts before the
+	// subgraph's nodes, and is an append all the same: nothing is copied.
+	th := thread(maxNodeCopy + 1)
+	sub := newCachedThread("p", []cachedNode{{node: saver.Node{ThreadID: "a", NS: "sub:1", ID: "000001"}}})
+	th.spaces, th.n = append(th.spaces, sub.spaces...), th.n+1
+	got, ok := th.with([]nodePut{put("999999")})
+	if !ok {
+		t.Fatal("a root append before a subgraph's nodes refused")
+	}
+	if all := got.flat(); len(all) != maxNodeCopy+3 || all[maxNodeCopy+1].node.ID != "999999" || all[maxNodeCopy+2].node.NS != "sub:1" {
+		t.Fatalf("after a root append: %d nodes, the last two %+v", len(all), all[len(all)-2:])
+	}
+	if first := th.flat(); len(first) != maxNodeCopy+2 || first[maxNodeCopy+1].node.NS != "sub:1" {
+		t.Fatal("the thread applied to changed")
+	}
+}
+
+// flat is the thread's nodes in the order a scan reads them.
+func (t *cachedThread) flat() []cachedNode {
+	var out []cachedNode
+	for _, space := range t.spaces {
+		out = append(out, space...)
+	}
+	return out
 }
