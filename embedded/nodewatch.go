@@ -204,23 +204,21 @@ func (t *cachedThread) with(puts []nodePut) (*cachedThread, bool) {
 			n++
 			continue
 		}
-		nodes, ok := spaces[s].with(p, shared[s], len(puts))
+		nodes, left, ok := spaces[s].with(p, shared[s], len(puts))
 		if !ok {
 			return nil, false
 		}
 		n += len(nodes) - len(spaces[s])
-		if &nodes[0] != &spaces[s][0] {
-			shared[s] = 0 // a copy of its own
-		}
-		spaces[s] = nodes
+		spaces[s], shared[s] = nodes, left
 	}
 	return &cachedThread{prefix: t.prefix, spaces: spaces, n: n}, true
 }
 
 // with returns the namespace's nodes with p applied, of which readers see
 // the first shared: those are copied before one is written, with room for
-// grow more.
-func (nodes spaceNodes) with(p nodePut, shared, grow int) (spaceNodes, bool) {
+// grow more. It returns how many of the nodes readers still share: none
+// once they are a copy.
+func (nodes spaceNodes) with(p nodePut, shared, grow int) (spaceNodes, int, bool) {
 	own := func() bool {
 		if shared == 0 {
 			return true
@@ -237,18 +235,18 @@ func (nodes spaceNodes) with(p nodePut, shared, grow int) (spaceNodes, bool) {
 	switch {
 	case p.flag == flagNone && !found:
 		if i < shared && !own() {
-			return nil, false
+			return nil, 0, false
 		}
-		return slices.Insert(nodes, i, p.node), true
+		return slices.Insert(nodes, i, p.node), shared, true
 	case p.flag == flagNone:
 		if i < shared && !own() {
-			return nil, false
+			return nil, 0, false
 		}
 		c := &nodes[i]
 		c.node, c.exp = p.node.node, p.node.exp
-		return nodes, true
+		return nodes, shared, true
 	case !found:
-		return nil, false
+		return nil, 0, false
 	}
 	c := nodes[i]
 	switch {
@@ -257,11 +255,11 @@ func (nodes spaceNodes) with(p nodePut, shared, grow int) (spaceNodes, bool) {
 	case p.flag == flagInterrupt && !c.hasInt:
 		c.hasInt, c.intExp = true, p.exp
 	default:
-		return nil, false
+		return nil, 0, false
 	}
 	if i < shared && !own() {
-		return nil, false
+		return nil, 0, false
 	}
 	nodes[i] = c
-	return nodes, true
+	return nodes, shared, true
 }
