@@ -31,6 +31,9 @@ func (s *Server) loadTree(c echo.Context, allowed ...string) (*tree.Tree, string
 	if err := onlyParams(c, allowed...); err != nil {
 		return nil, "", err
 	}
+	if _, err := columns(c); err != nil {
+		return nil, "", err
+	}
 	var t *tree.Tree
 	if s.Trees != nil {
 		t, err = s.Trees.Tree(c.Request().Context(), s.tenant(c), tid)
@@ -61,6 +64,20 @@ func onlyParams(c echo.Context, allowed ...string) error {
 		}
 	}
 	return nil
+}
+
+// columns reads the layout query parameter of an answer of tree entries:
+// "rows" (the default) is one map per entry, "columns" one array per field
+// (entryColumns), for clients that decode long answers into objects of
+// their own.
+func columns(c echo.Context) (bool, error) {
+	switch c.QueryParam("layout") {
+	case "", "rows":
+		return false, nil
+	case "columns":
+		return true, nil
+	}
+	return false, saver.Errorf(saver.EINVALID, "layout must be rows or columns.")
 }
 
 // node finds the node of thread tid named by the checkpoint_ns and
@@ -96,27 +113,46 @@ type treeResponse struct {
 	Nodes    entryList   `json:"nodes" msgpack:"nodes"`
 }
 
+// treeColumnsResponse is treeResponse with layout=columns.
+type treeColumnsResponse struct {
+	ThreadID string       `json:"thread_id" msgpack:"thread_id"`
+	Head     *tree.Entry  `json:"head" msgpack:"head"`
+	Columns  entryColumns `json:"columns" msgpack:"columns"`
+}
+
 func (s *Server) handleTree(c echo.Context) error {
-	t, tid, err := s.loadTree(c)
+	t, tid, err := s.loadTree(c, "layout")
 	if err != nil {
 		return err
 	}
-	resp := treeResponse{ThreadID: tid, Nodes: t.Compact()}
+	var head *tree.Entry
 	if h := t.Head(); h != nil {
 		e := h.Entry()
-		resp.Head = &e
+		head = &e
 	}
-	return respond(c, http.StatusOK, resp)
+	if cols, _ := columns(c); cols {
+		return respond(c, http.StatusOK, treeColumnsResponse{ThreadID: tid, Head: head, Columns: t.Compact()})
+	}
+	return respond(c, http.StatusOK, treeResponse{ThreadID: tid, Head: head, Nodes: t.Compact()})
 }
 
 type nodesResponse struct {
 	Nodes entryList `json:"nodes" msgpack:"nodes"`
 }
 
+// columnsResponse is nodesResponse with layout=columns.
+type columnsResponse struct {
+	Columns entryColumns `json:"columns" msgpack:"columns"`
+}
+
+// nodes answers ns as tree entries, in the layout loadTree checked.
 func nodes(c echo.Context, ns []*tree.Node) error {
 	out := tree.Entries(ns)
 	if out == nil {
 		out = []tree.Entry{}
+	}
+	if cols, _ := columns(c); cols {
+		return respond(c, http.StatusOK, columnsResponse{Columns: out})
 	}
 	return respond(c, http.StatusOK, nodesResponse{Nodes: out})
 }
@@ -140,7 +176,7 @@ func (s *Server) handleTreeChildren(c echo.Context) error {
 // loadNode loads the thread's tree and returns the node that
 // checkpoint_ns and checkpoint_id name (see node).
 func (s *Server) loadNode(c echo.Context) (*tree.Node, error) {
-	t, tid, err := s.loadTree(c, "checkpoint_ns", "checkpoint_id")
+	t, tid, err := s.loadTree(c, "checkpoint_ns", "checkpoint_id", "layout")
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +184,7 @@ func (s *Server) loadNode(c echo.Context) (*tree.Node, error) {
 }
 
 func (s *Server) handleTreeLeaves(c echo.Context) error {
-	t, _, err := s.loadTree(c)
+	t, _, err := s.loadTree(c, "layout")
 	if err != nil {
 		return err
 	}

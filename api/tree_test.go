@@ -3,15 +3,18 @@ package api_test
 import (
 	"context"
 	"encoding/json"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/saver-dev/saver"
 	"github.com/saver-dev/saver/api"
 	"github.com/saver-dev/saver/api/apitest"
 	"github.com/saver-dev/saver/storetest"
+	"github.com/saver-dev/saver/tree"
 )
 
 // forked is a thread whose step 2 was replayed from checkpoint 1: "2" is the
@@ -94,10 +97,95 @@ func TestTree(t *testing.T) {
 		{"/v1/threads/t/tree/path?checkpoint_ns=x", 400, "invalid"},
 		{"/v1/threads/t/tree/leaves?limit=1", 400, "invalid"},
 		{"/v1/threads/t/tree/context?limit=-1", 400, "invalid"},
+		{"/v1/threads/t/tree/path?layout=cols", 400, "invalid"},
+		{"/v1/threads/nobody/tree?layout=cols", 400, "invalid"},
+		{"/v1/threads/t/tree/abandoned?layout=columns", 400, "invalid"},
+		{"/v1/threads/t/tree/context?layout=columns", 400, "invalid"},
 	} {
 		rec := do(t, s, "GET", tt.path, "", nil)
 		if rec.Code != tt.status || errorCode(t, rec) != tt.code {
 			t.Fatalf("%s: Code=%d body %s, want %d %s", tt.path, rec.Code, rec.Body, tt.status, tt.code)
+		}
+	}
+}
+
+// TestTreeColumns: every answer of tree entries, asked for with
+// layout=columns, holds the entries of its rows answer, in order, in JSON and
+// in msgpack; the whole tree keeps its thread id and head.
+func TestTreeColumns(t *testing.T) {
+	s := MustMockServer(t, &apitest.Store{ListNodesFn: func(_ context.Context, _, tid string) ([]saver.Node, error) {
+		return forked(), nil
+	}})
+	type answer struct {
+		ThreadID string       `json:"thread_id" msgpack:"thread_id"`
+		Head     *tree.Entry  `json:"head" msgpack:"head"`
+		Nodes    []tree.Entry `json:"nodes" msgpack:"nodes"`
+		Columns  *struct {
+			ID     []string      `json:"id" msgpack:"id"`
+			NS     []string      `json:"ns" msgpack:"ns"`
+			Parent []string      `json:"parent" msgpack:"parent"`
+			PNS    []string      `json:"parent_ns" msgpack:"parent_ns"`
+			Source []string      `json:"source" msgpack:"source"`
+			Step   []int64       `json:"step" msgpack:"step"`
+			Status []tree.Status `json:"status" msgpack:"status"`
+			Err    []bool        `json:"has_error" msgpack:"has_error"`
+			Intr   []bool        `json:"has_interrupt" msgpack:"has_interrupt"`
+			Live   []bool        `json:"on_live_path" msgpack:"on_live_path"`
+			Orphan []bool        `json:"orphan" msgpack:"orphan"`
+		} `json:"columns" msgpack:"columns"`
+	}
+	get := func(path, accept string) answer {
+		t.Helper()
+		req := httptest.NewRequest("GET", path, nil)
+		req.Header.Set("Accept", accept)
+		rec := httptest.NewRecorder()
+		s.Handler().ServeHTTP(rec, req)
+		if rec.Code != 200 {
+			t.Fatalf("%s: Code=%d body %s", path, rec.Code, rec.Body)
+		}
+		var a answer
+		var err error
+		if accept == "application/json" {
+			err = json.Unmarshal(rec.Body.Bytes(), &a)
+		} else {
+			err = msgpack.Unmarshal(rec.Body.Bytes(), &a)
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		return a
+	}
+	for _, path := range []string{
+		"/v1/threads/t/tree", "/v1/threads/t/tree/path", "/v1/threads/t/tree/path?checkpoint_id=2",
+		"/v1/threads/t/tree/children?checkpoint_id=1", "/v1/threads/t/tree/children", "/v1/threads/t/tree/leaves",
+	} {
+		for _, accept := range []string{"application/json", "application/msgpack"} {
+			rows := get(path, accept)
+			sep := "?"
+			if strings.Contains(path, "?") {
+				sep = "&"
+			}
+			cols := get(path+sep+"layout=columns", accept)
+			if cols.Nodes != nil || cols.Columns == nil {
+				t.Fatalf("%s %s: columns answer has nodes %v, columns %v", path, accept, cols.Nodes, cols.Columns)
+			}
+			c := cols.Columns
+			got := []tree.Entry{}
+			for i := range c.ID {
+				got = append(got, tree.Entry{ID: c.ID[i], NS: c.NS[i], Parent: c.Parent[i], ParentNS: c.PNS[i],
+					Source: c.Source[i], Step: c.Step[i], Status: c.Status[i], HasError: c.Err[i],
+					HasInterrupt: c.Intr[i], OnLivePath: c.Live[i], Orphan: c.Orphan[i]})
+			}
+			if diff := cmp.Diff(rows.Nodes, got); diff != "" {
+				t.Fatalf("%s %s: columns (-rows +columns):\n%s", path, accept, diff)
+			}
+			if rows.ThreadID != cols.ThreadID || !cmp.Equal(rows.Head, cols.Head) {
+				t.Fatalf("%s %s: thread %q head %v as rows, %q %v as columns", path, accept,
+					rows.ThreadID, rows.Head, cols.ThreadID, cols.Head)
+			}
+			if same := get(path+sep+"layout=rows", accept); !cmp.Equal(rows, same) {
+				t.Fatalf("%s %s: layout=rows differs from the default", path, accept)
+			}
 		}
 	}
 }

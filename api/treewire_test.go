@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -41,6 +42,7 @@ func TestEntryListMsgpack(t *testing.T) {
 		for i := range l {
 			l[i] = entry()
 		}
+		checkColumns(t, []tree.Entry(l))
 		for _, resp := range []any{nodesResponse{Nodes: l}, treeResponse{ThreadID: "t", Nodes: l}} {
 			hand, err := msgpack.Marshal(resp)
 			if err != nil {
@@ -61,5 +63,72 @@ func TestEntryListMsgpack(t *testing.T) {
 	}
 	if b, err := msgpack.Marshal(nodesResponse{}); err != nil || !strings.HasSuffix(string(b), "\xc0") {
 		t.Fatalf("no entries = %q, %v; want nil", b, err)
+	}
+}
+
+// wireColumns is entryColumns as a client decodes it, msgpack or JSON.
+type wireColumns struct {
+	ID           []string      `msgpack:"id" json:"id"`
+	NS           []string      `msgpack:"ns" json:"ns"`
+	Parent       []string      `msgpack:"parent" json:"parent"`
+	ParentNS     []string      `msgpack:"parent_ns" json:"parent_ns"`
+	Source       []string      `msgpack:"source" json:"source"`
+	Step         []int64       `msgpack:"step" json:"step"`
+	Status       []tree.Status `msgpack:"status" json:"status"`
+	HasError     []bool        `msgpack:"has_error" json:"has_error"`
+	HasInterrupt []bool        `msgpack:"has_interrupt" json:"has_interrupt"`
+	OnLivePath   []bool        `msgpack:"on_live_path" json:"on_live_path"`
+	Orphan       []bool        `msgpack:"orphan" json:"orphan"`
+}
+
+// rows transposes c back to entries; every array must be as long as the
+// first, and present even when empty.
+func (c wireColumns) rows(tb testing.TB) []tree.Entry {
+	tb.Helper()
+	n := len(c.ID)
+	lens := []int{len(c.NS), len(c.Parent), len(c.ParentNS), len(c.Source), len(c.Step), len(c.Status),
+		len(c.HasError), len(c.HasInterrupt), len(c.OnLivePath), len(c.Orphan)}
+	for i, l := range lens {
+		if l != n || (n == 0 && c.Orphan == nil) {
+			tb.Fatalf("column %s has %d values, id has %d (nil: %v)", columnNames[i+1], l, n, c.Orphan == nil)
+		}
+	}
+	out := make([]tree.Entry, n)
+	for i := range out {
+		out[i] = tree.Entry{
+			ID: c.ID[i], NS: c.NS[i], Parent: c.Parent[i], ParentNS: c.ParentNS[i], Source: c.Source[i],
+			Step: c.Step[i], Status: c.Status[i], HasError: c.HasError[i], HasInterrupt: c.HasInterrupt[i],
+			OnLivePath: c.OnLivePath[i], Orphan: c.Orphan[i],
+		}
+	}
+	return out
+}
+
+// checkColumns: entries sent as columns, in msgpack (written by hand) and
+// in JSON, decode to the same entries in the same order.
+func checkColumns(t *testing.T, l []tree.Entry) {
+	t.Helper()
+	var got struct {
+		Columns wireColumns `msgpack:"columns" json:"columns"`
+	}
+	b, err := msgpack.Marshal(columnsResponse{Columns: l})
+	if err != nil {
+		t.Fatalf("Marshal: %v", err)
+	}
+	if err := msgpack.Unmarshal(b, &got); err != nil {
+		t.Fatalf("%d entries: the columns do not decode: %v", len(l), err)
+	}
+	if diff := cmp.Diff(l, got.Columns.rows(t), cmpopts.EquateEmpty()); diff != "" {
+		t.Fatalf("%d entries: msgpack columns (-sent +decoded):\n%s", len(l), diff)
+	}
+	if b, err = json.Marshal(columnsResponse{Columns: l}); err != nil {
+		t.Fatalf("json.Marshal: %v", err)
+	}
+	got.Columns = wireColumns{}
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatalf("%d entries: the JSON columns do not decode: %v", len(l), err)
+	}
+	if diff := cmp.Diff(l, got.Columns.rows(t), cmpopts.EquateEmpty()); diff != "" {
+		t.Fatalf("%d entries: JSON columns (-sent +decoded):\n%s", len(l), diff)
 	}
 }

@@ -294,3 +294,37 @@ def test_nodes_from_the_wire() -> None:
         nodes_from_wire({"nodes": [missing]})
     tree = ThreadTree.from_wire({"thread_id": "t", "head": wire(), "nodes": [wire()]})
     assert tree.nodes == (want,) and tree.head == want
+
+    # The same nodes as columns (layout=columns): one array per field.
+    def columns(*nodes: dict[str, Any]) -> dict[str, Any]:
+        return {"columns": {k: [n[k] for n in nodes] for k in wire()}}
+
+    second = wire(id="c3", parent="", step=3, status="error", has_error=True, orphan=True)
+    first, other = nodes_from_wire(columns(wire(), second))
+    assert first == want and vars(first) == vars(want)
+    assert other == TreeNode(
+        **{
+            **vars(want),
+            "checkpoint_id": "c3",
+            "parent_id": None,
+            "step": 3,
+            "status": "error",
+            "has_error": True,
+            "orphan": True,
+        }
+    )
+    assert nodes_from_wire(columns()) == []
+    tree = ThreadTree.from_wire({"thread_id": "t", "head": wire(), **columns(wire())})
+    assert tree.nodes == (want,) and tree.head == want
+    short = columns(wire(), second)
+    short["columns"]["status"].pop()
+    no_orphan = columns(wire())
+    del no_orphan["columns"]["orphan"]
+    for bad, name in [
+        (short, "status"),
+        (no_orphan, "orphan"),
+        ({"columns": {**columns(wire())["columns"], "id": "c2"}}, "id"),
+        ({"columns": [wire()]}, "not a map"),
+    ]:
+        with pytest.raises(BadResponseError, match=name):
+            nodes_from_wire(bad)

@@ -162,13 +162,15 @@ class ThreadTree:
 
     @classmethod
     def from_wire(cls, wire: Any) -> ThreadTree:
-        if not isinstance(wire, Mapping) or not isinstance(wire.get("nodes"), list):
+        if not isinstance(wire, Mapping) or not (
+            "columns" in wire or isinstance(wire.get("nodes"), list)
+        ):
             raise BadResponseError("bad_response", "tree answered without a nodes list")
         head = wire.get("head")
         return cls(
             thread_id=str(wire.get("thread_id") or ""),
             head=TreeNode.from_wire(head) if head else None,
-            nodes=tuple(TreeNode.from_wire(n) for n in wire["nodes"]),
+            nodes=tuple(nodes_from_wire(wire)),
         )
 
 
@@ -219,9 +221,69 @@ def messages_from_wire(wire: Any) -> list[Any]:
 
 
 def nodes_from_wire(wire: Any) -> list[TreeNode]:
+    """The nodes of an answer, as columns (asked for with layout=columns) or
+    as one map per node."""
+    if isinstance(wire, Mapping) and "columns" in wire:
+        return _nodes_from_columns(wire["columns"])
     if not isinstance(wire, Mapping) or not isinstance(wire.get("nodes"), list):
         raise BadResponseError("bad_response", "tree query answered without a nodes list")
     return [TreeNode.from_wire(n) for n in wire["nodes"]]
+
+
+# The arrays of an answer in columns, in TreeNode's field order.
+_COLUMNS = (
+    "id",
+    "ns",
+    "parent",
+    "parent_ns",
+    "source",
+    "step",
+    "status",
+    "has_error",
+    "has_interrupt",
+    "on_live_path",
+    "orphan",
+)
+
+
+def _nodes_from_columns(columns: Any) -> list[TreeNode]:
+    # One array per field, node i at index i of each (docs/api.md,
+    # EntryColumns). Each node's dict is made whole and set as the frozen
+    # dataclass's __init__ would fill it: at 10,000 nodes the loop is most of
+    # a live path's time in the client.
+    if not isinstance(columns, Mapping):
+        raise BadResponseError("bad_response", "tree columns are not a map")
+    cols = [columns.get(name) for name in _COLUMNS]
+    count = len(cols[0]) if isinstance(cols[0], list) else -1
+    for name, col in zip(_COLUMNS, cols):
+        if not isinstance(col, list) or len(col) != count:
+            raise BadResponseError(
+                "bad_response", f"tree column {name!r} is not a list as long as 'id'"
+            )
+    new, set_, cls = _new, _set, TreeNode
+    out = []
+    append = out.append
+    for cid, ns, parent, parent_ns, source, step, status, err, intr, live, orphan in zip(*cols):
+        node = new(cls)
+        set_(
+            node,
+            "__dict__",
+            {
+                "checkpoint_id": cid,
+                "checkpoint_ns": ns,
+                "parent_id": parent or None,
+                "parent_ns": parent_ns,
+                "source": source,
+                "step": step,
+                "status": status,
+                "has_error": err,
+                "has_interrupt": intr,
+                "on_live_path": live,
+                "orphan": orphan,
+            },
+        )
+        append(node)
+    return out
 
 
 def branches_from_wire(wire: Any) -> list[Branch]:
