@@ -9,6 +9,7 @@ import { emptyCheckpoint, JsonPlusSerializer, TASKS, type CheckpointTuple } from
 
 import { BadResponseError, ConflictError, NoRouteError } from "../src/errors.js";
 import { MAX_MESSAGE_BYTES } from "../src/ledger.js";
+import { nodesFromWire, treeFromWire } from "../src/tree.js";
 import { VERSION } from "../src/version.js";
 import * as wire from "../src/wire.js";
 
@@ -384,8 +385,9 @@ describe("maintenance and tree calls", () => {
   });
 
   it("asks a tree query at a checkpoint or at the head", () => {
-    expect(wire.treeCall("t", "")).toEqual({ method: "GET", path: "/v1/threads/t/tree", params: {} });
-    expect(wire.treeCall("t", "path", "c", "n").params).toEqual({ checkpoint_ns: "n", checkpoint_id: "c" });
+    expect(wire.treeCall("t", "")).toEqual({ method: "GET", path: "/v1/threads/t/tree", params: { layout: "columns" } });
+    expect(wire.treeCall("t", "path", "c", "n").params).toEqual({ checkpoint_ns: "n", checkpoint_id: "c", layout: "columns" });
+    expect(wire.treeCall("t", "abandoned").params).toEqual({});
     expect(() => wire.treeCall("t", "path", undefined, "n")).toThrow(/needs a checkpointId/);
     expect(wire.messagesCall("t", "n")).toEqual({ method: "GET", path: "/v1/threads/t/tree/messages", params: { checkpoint_ns: "n" } });
   });
@@ -400,6 +402,68 @@ describe("maintenance and tree calls", () => {
     expect(() => wire.contextCall("t", { limit: -1 })).toThrow(RangeError);
     expect(() => wire.contextCall("t", { values: true, valueBytes: 1.5 })).toThrow(RangeError);
     expect(() => wire.contextCall("t", { checkpointNs: "n" })).toThrow(/need values: true/);
+  });
+});
+
+describe("tree answers", () => {
+  const row = (over: Record<string, unknown> = {}) => ({
+    id: "c2",
+    ns: "",
+    parent: "c1",
+    parent_ns: "",
+    source: "loop",
+    step: 2,
+    status: "ok",
+    has_error: false,
+    has_interrupt: true,
+    on_live_path: true,
+    orphan: false,
+    ...over,
+  });
+  const columns = (...rows: Record<string, unknown>[]) => ({
+    columns: Object.fromEntries(Object.keys(row()).map((k) => [k, rows.map((r) => r[k])])),
+  });
+  const want = {
+    checkpointId: "c2",
+    checkpointNs: "",
+    parentId: "c1",
+    parentNs: "",
+    source: "loop",
+    step: 2,
+    status: "ok",
+    hasError: false,
+    hasInterrupt: true,
+    onLivePath: true,
+    orphan: false,
+  };
+
+  it("reads nodes as columns as it reads them as rows", () => {
+    const second = row({ id: "c3", parent: "", step: 3, status: "error", has_error: true, orphan: true });
+    const asRows = nodesFromWire({ nodes: [row(), second] });
+    expect(asRows[0]).toEqual(want);
+    expect(asRows[1]).toEqual({ ...want, checkpointId: "c3", parentId: undefined, step: 3, status: "error", hasError: true, orphan: true });
+    expect(nodesFromWire(columns(row(), second))).toEqual(asRows);
+    expect(nodesFromWire(columns())).toEqual([]);
+    const tree = treeFromWire({ thread_id: "t", head: row(), ...columns(row()) });
+    expect(tree.nodes).toEqual([want]);
+    expect(tree.head).toEqual(want);
+  });
+
+  it("refuses columns of the wrong shape, naming the column", () => {
+    const short = columns(row(), row());
+    (short.columns.status as unknown[]).pop();
+    const noOrphan = columns(row());
+    delete noOrphan.columns.orphan;
+    for (const [bad, name] of [
+      [short, /status/],
+      [noOrphan, /orphan/],
+      [{ columns: { ...columns(row()).columns, id: "c2" } }, /'id'/],
+      [{ columns: [row()] }, /not a map/],
+      [columns(row({ id: 7 })), /malformed tree node/],
+    ] as const) {
+      expect(() => nodesFromWire(bad)).toThrow(BadResponseError);
+      expect(() => nodesFromWire(bad)).toThrow(name);
+    }
   });
 });
 
