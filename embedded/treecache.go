@@ -155,7 +155,13 @@ func (c *treeCache) apply(touched map[string]*threadChange, committed bool) {
 			continue
 		}
 		// Built outside the lock: at 10,000 nodes a copy takes a tenth of
-		// a millisecond that other threads' readers need not wait.
+		// a millisecond that other threads' readers need not wait. Built
+		// before base is checked to be still cached, too: with appends into
+		// base's arrays past what base's readers see, and that is safe
+		// because every write transaction runs on the group commit's one
+		// committer (nodeWatch is its engine), so no two changes extend
+		// the same base; a base replaced meanwhile by a reader's scan has
+		// no other successor.
 		if t, ok := ch.base.with(ch.puts); ok && t.n <= c.max {
 			updated[p] = t
 		}
