@@ -261,7 +261,7 @@ def _nodes_from_columns(columns: Any) -> list[TreeNode]:
                 "bad_response", f"tree column {name!r} is not a list as long as 'id'"
             )
     new, set_, cls = _new, _set, TreeNode
-    out = []
+    out: list[TreeNode] = []
     append = out.append
     for cid, ns, parent, parent_ns, source, step, status, err, intr, live, orphan in zip(*cols):
         node = new(cls)
