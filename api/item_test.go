@@ -1,7 +1,10 @@
 package api_test
 
 import (
+	"encoding/binary"
 	"encoding/json"
+	"math"
+	"net/http/httptest"
 	"reflect"
 	"strings"
 	"testing"
@@ -91,6 +94,75 @@ func TestStoreBatchMsgpack(t *testing.T) {
 	}
 	if items := got.Results[0].Items; len(items) != 1 || string(items[0].Value) != `{"x": [1, 2]}` || *items[0].Score < 0.999999 {
 		t.Fatalf("search: %+v", got)
+	}
+}
+
+// TestStoreVectorsAsBytes: in msgpack a vector may be a bin of
+// little-endian float32s; it is kept and scored as the same numbers sent as
+// an array, and a bin that is not whole float32s, is too long, holds a NaN,
+// or stands where no vector goes is a 400 that stores nothing.
+func TestStoreVectorsAsBytes(t *testing.T) {
+	s := MustEmbeddedServer(t, storetest.NewClock())
+	f32 := func(xs ...float32) []byte {
+		b := make([]byte, 0, 4*len(xs))
+		for _, x := range xs {
+			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(x))
+		}
+		return b
+	}
+	batch := func(ops ...map[string]any) *httptest.ResponseRecorder {
+		body, err := msgpack.Marshal(map[string]any{"dims": 3, "ops": ops})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return do(t, s, "POST", "/v1/store/batch", "application/msgpack", body)
+	}
+	put := func(key string, vector any) map[string]any {
+		return map[string]any{"op": "put", "namespace": []string{"n"}, "key": key, "value": []byte(`{}`), "vectors": []any{vector}}
+	}
+	if rec := batch(put("bytes", f32(0.5, -0.25, 3)), put("numbers", []float64{0.5, -0.25, 3}), put("other", []float64{-1, 0, 0})); rec.Code != 200 {
+		t.Fatalf("put: %d %s", rec.Code, rec.Body)
+	}
+	for _, query := range []any{f32(0.5, -0.25, 3), []float64{0.5, -0.25, 3}} {
+		rec := batch(map[string]any{"op": "search", "namespace_prefix": []string{"n"}, "query": query})
+		var got storeResults
+		if err := msgpack.Unmarshal(rec.Body.Bytes(), &got); rec.Code != 200 || err != nil {
+			t.Fatalf("search: %d %s (%v)", rec.Code, rec.Body, err)
+		}
+		items := got.Results[0].Items
+		if len(items) != 3 || *items[0].Score < 0.999999 || *items[1].Score != *items[0].Score || *items[2].Score >= 0 {
+			t.Fatalf("search with %T: %+v", query, got)
+		}
+	}
+	for _, tt := range []struct {
+		name      string
+		op        map[string]any
+		inMessage string
+	}{
+		{"NotWholeFloats", put("k", append(f32(1, 2, 3), 0)), "13 bytes are not whole elements of 4 bytes at ops[1].vectors[0]"},
+		{"Long", put("k", make([]byte, 4*4097)), "4097 numbers is over the limit"},
+		{"Dims", put("k", f32(1, 2)), "ops[1]: vectors[0] has 2 dims"},
+		{"NaN", put("k", f32(1, float32(math.NaN()), 3)), "ops[1]: vectors[0] holds a NaN"},
+		{"Inf", map[string]any{"op": "search", "query": f32(1, float32(math.Inf(1)), 3)}, "ops[1]: query holds a NaN or infinite"},
+		{"VectorsAsBytes", map[string]any{"op": "put", "namespace": []string{"n"}, "key": "k", "value": []byte(`{}`), "vectors": f32(1, 2, 3)}, "want an array, got a scalar at ops[1].vectors"},
+		{"NamespaceAsBytes", map[string]any{"op": "put", "namespace": []byte("n"), "key": "k", "value": []byte(`{}`)}, "want an array, got a scalar at ops[1].namespace"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := batch(put("kept", f32(1, 0, 0)), tt.op)
+			if rec.Code != 400 || errorCode(t, rec) != "invalid" || !strings.Contains(rec.Body.String(), tt.inMessage) {
+				t.Fatalf("%d %s, want 400 naming %q", rec.Code, rec.Body, tt.inMessage)
+			}
+			rec = batch(map[string]any{"op": "get", "namespace": []string{"n"}, "key": "kept"})
+			if rec.Code != 200 || strings.Contains(rec.Body.String(), "kept") {
+				t.Fatalf("the valid op of a refused batch was stored: %d %q", rec.Code, rec.Body)
+			}
+		})
+	}
+	// JSON has no bytes: a vector there is an array of numbers.
+	rec := do(t, s, "POST", "/v1/store/batch", "application/json",
+		[]byte(`{"dims": 3, "ops": [{"op": "search", "query": "AACAPwAAAEAAAEBA"}]}`))
+	if rec.Code != 400 {
+		t.Fatalf("a JSON vector as a string: %d %s, want 400", rec.Code, rec.Body)
 	}
 }
 

@@ -100,6 +100,14 @@ func (sc *mpScanner) value(s *shape, depth int) error {
 		if err := sc.spend(payloadBytes(n)+boxed(s, boxedSlice), start); err != nil {
 			return err
 		}
+		if s.kind == shapeSlice && s.bin {
+			if n%s.slot != 0 {
+				sc.i = start
+				return sc.fail("%d bytes are not whole elements of %d bytes", n, s.slot)
+			}
+			// Decoded twice: the bytes, then the elements made of them.
+			return sc.spend(payloadBytes(n), start)
+		}
 		return sc.scalar(s, start)
 	case 0xc7, 0xc8, 0xc9: // ext 8, 16, 32: length, type, data
 		if n, err = sc.uint(1 << (c - 0xc7)); err != nil {

@@ -23,7 +23,18 @@ type shape struct {
 	// boxed: the value decodes into an interface (any), which allocates
 	// what it holds, and whose maps and arrays hold interfaces in turn.
 	boxed bool
+	// bin: a slice whose msgpack form may also be a bin (binSlice), whose
+	// bytes it decodes to as many bytes of its own.
+	bin bool
 }
+
+// binSlice marks a slice type that also decodes from a msgpack bin, its
+// elements' bytes in a row (vectorWire: float32s, as numpy and typed arrays
+// write them), which takes neither a number header per element nor a
+// float64 where the service keeps a float32.
+type binSlice interface{ decodesFromBin() }
+
+var binSliceType = reflect.TypeFor[binSlice]()
 
 type shapeKind uint8
 
@@ -88,7 +99,7 @@ func buildShape(t reflect.Type, tag string, seen map[reflect.Type]*shape) *shape
 		if t.Elem().Kind() == reflect.Uint8 { // bytes: a bin, or base64 in JSON
 			return anyShape
 		}
-		s := &shape{kind: shapeSlice, slot: int(t.Elem().Size())}
+		s := &shape{kind: shapeSlice, slot: int(t.Elem().Size()), bin: tag == "msgpack" && t.Implements(binSliceType)}
 		seen[t] = s
 		s.elem = buildShape(t.Elem(), tag, seen)
 		return s

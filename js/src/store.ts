@@ -205,7 +205,7 @@ export class HTTPStore extends BaseStore {
         const w: Wire = { op: "put", namespace: put.namespace, key: put.key };
         if (put.value !== null && put.value !== undefined) {
           w.value = dumpJSON(put.value, "value");
-          if (vectors) w.vectors = vectors;
+          if (vectors) w.vectors = vectors.map(vectorBytes);
           const ttl = put.ttl === undefined ? this.ttlConfig?.defaultTtl : put.ttl;
           if (ttl !== undefined && ttl !== null) w.ttl = positiveMinutes(ttl, "ttl");
         }
@@ -221,7 +221,7 @@ export class HTTPStore extends BaseStore {
           refresh_ttl: refresh(search.refreshTtl),
         };
         if (search.filter && Object.keys(search.filter).length > 0) w.filter = dumpJSON(search.filter, "filter");
-        if (search.query && queries.has(search.query)) w.query = queries.get(search.query);
+        if (search.query && queries.has(search.query)) w.query = vectorBytes(queries.get(search.query)!);
         return w;
       }
       case "list": {
@@ -235,6 +235,21 @@ export class HTTPStore extends BaseStore {
       }
     }
   }
+}
+
+/**
+ * A vector as the service takes it: little-endian float32s, a msgpack bin
+ * (docs/api.md), 4 bytes a number instead of 9 and nothing to decode one by
+ * one. A vector holding something other than numbers goes as it is, for the
+ * service to refuse; a number past float32's range becomes an infinity,
+ * which it refuses as it refused the number.
+ */
+export function vectorBytes(v: number[]): Uint8Array | number[] {
+  if (!v.every((x) => typeof x === "number")) return v;
+  const out = new Uint8Array(4 * v.length);
+  const view = new DataView(out.buffer);
+  v.forEach((x, i) => view.setFloat32(4 * i, x, true));
+  return out;
 }
 
 function positiveMinutes(value: number, what: string): number {

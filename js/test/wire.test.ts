@@ -9,6 +9,7 @@ import { emptyCheckpoint, JsonPlusSerializer, TASKS, type CheckpointTuple } from
 
 import { BadResponseError, ConflictError, NoRouteError } from "../src/errors.js";
 import { MAX_MESSAGE_BYTES } from "../src/ledger.js";
+import { vectorBytes } from "../src/store.js";
 import { nodesFromWire, treeFromWire } from "../src/tree.js";
 import { VERSION } from "../src/version.js";
 import * as wire from "../src/wire.js";
@@ -402,6 +403,19 @@ describe("maintenance and tree calls", () => {
     expect(() => wire.contextCall("t", { limit: -1 })).toThrow(RangeError);
     expect(() => wire.contextCall("t", { values: true, valueBytes: 1.5 })).toThrow(RangeError);
     expect(() => wire.contextCall("t", { checkpointNs: "n" })).toThrow(/need values: true/);
+  });
+});
+
+describe("vectorBytes", () => {
+  it("sends a vector as little-endian float32s, and anything else as it is", () => {
+    const b = vectorBytes([0.5, -0.25, 3]) as Uint8Array;
+    expect(b).toBeInstanceOf(Uint8Array);
+    const view = new DataView(b.buffer, b.byteOffset, b.byteLength);
+    expect([0, 4, 8].map((o) => view.getFloat32(o, true))).toEqual([0.5, -0.25, 3]);
+    expect(Array.from(b.subarray(0, 4))).toEqual([0, 0, 0, 0x3f]);
+    expect(new DataView((vectorBytes([1e39]) as Uint8Array).buffer).getFloat32(0, true)).toBe(Infinity);
+    const odd = [1, "2"] as unknown as number[];
+    expect(vectorBytes(odd)).toBe(odd);
   });
 });
 

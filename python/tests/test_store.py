@@ -360,6 +360,36 @@ def test_graph_nodes_use_the_store(saver_url: str) -> None:
     assert asyncio.run(arun())[0] == "likes pizza"
 
 
+def test_vectors_go_as_float32_bytes(store: HTTPStore) -> None:
+    """A put's vectors and a search's query travel as little-endian float32s
+    (a msgpack bin); a number float32 cannot hold goes as a list, which the
+    service refuses by name, and nothing of its batch is stored."""
+    import struct
+
+    from saver_client.store import _vector
+
+    v = [0.5, -0.25, 3, 1e-3]
+    assert _vector(v) == struct.pack("<4f", *v)
+    assert struct.unpack("<4f", _vector(v)) == struct.unpack("<4f", struct.pack("<4f", *v))
+    assert _vector([1.0, 1e39]) == [1.0, 1e39]
+    with pytest.raises(TypeError):
+        _vector([1.0, None])  # type: ignore[list-item]
+    ns = ("bytes", os.urandom(4).hex())
+    ops = [PutOp(ns, "a", {"text": "pizza tea"}), SearchOp(ns, query="pizza")]
+    texts_of, texts, queries = store._texts(ops)
+    query_vectors = {q: fake_embed([q])[0] for q in queries}
+    body = store._body(ops, texts_of, texts, fake_embed(texts), query_vectors)
+    (sent,) = body["ops"][0]["vectors"]
+    assert isinstance(sent, bytes) and len(sent) == 4 * DIMS
+    assert isinstance(body["ops"][1]["query"], bytes)
+    huge = [1e39] * DIMS
+    with HTTPStore(store.url, index={**INDEX, "embed": lambda texts: [huge for _ in texts]}) as s:
+        refused = r"ops\[1\]: vectors\[0\] holds a NaN or infinite"
+        with pytest.raises(InvalidRequestError, match=refused):
+            s.batch([PutOp(ns, "kept", {"a": 1}, index=False), PutOp(ns, "b", {"text": "rain"})])
+        assert s.get(ns, "kept") is None
+
+
 def test_cosine_of_fake_embedding_is_not_degenerate() -> None:
     # The comparison above needs distinct texts to score apart.
     a, b = fake_embed(["pizza", "sushi"])
