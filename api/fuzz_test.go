@@ -83,6 +83,15 @@ func FuzzRequestDecoding(f *testing.F) {
 			`{"op":"search","namespace_prefix":["a"],"filter":{"n":{"$gte":1},"text":"hi"},"query":[0,1,0],"limit":5,"offset":1},`+
 			`{"op":"list_namespaces","match_conditions":[{"match_type":"prefix","path":["a","*"]}],"max_depth":2,"limit":10}]}`))
 		f.Add(uint8(i), true, mpMap("ops", raw{0xdd, 0x7f, 0xff, 0xff, 0xff}))
+		// Vectors as bins of float32s: whole, not whole, and a header
+		// claiming 4 GB.
+		put := func(vector raw) []byte {
+			return mpMap("dims", 1, "ops", raw(append([]byte{0x91}, mpMap("op", "put", "namespace", []string{"a"}, "key", "k",
+				"value", []byte(`{}`), "vectors", raw(append([]byte{0x91}, vector...)))...)))
+		}
+		f.Add(uint8(i), true, put(raw{0xc4, 4, 0, 0, 0x80, 0x3f}))
+		f.Add(uint8(i), true, put(raw{0xc4, 3, 0, 0, 0x80}))
+		f.Add(uint8(i), true, put(raw{0xc6, 0xff, 0xff, 0xff, 0xfc}))
 	}
 	f.Fuzz(func(t *testing.T, route uint8, useMsgpack bool, body []byte) {
 		s := MustMockServer(t, acceptingStore())
