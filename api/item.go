@@ -2,7 +2,6 @@ package api
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -112,15 +111,12 @@ func (v *vectorWire) decodeBin(dec *msgpack.Decoder) error {
 	if err != nil {
 		return err
 	}
-	if len(b)%4 != 0 {
-		return fmt.Errorf("a vector as bytes holds little-endian float32s, 4 bytes each; %d bytes are not", len(b))
-	}
 	if len(b)/4 > saver.MaxVectorDims {
 		return fmt.Errorf("a vector of %d numbers is over the limit of %d", len(b)/4, saver.MaxVectorDims)
 	}
-	out := make([]float32, len(b)/4)
-	for i := range out {
-		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	out, ok := saver.DecodeVector(b)
+	if !ok {
+		return fmt.Errorf("a vector as bytes holds little-endian float32s, 4 bytes each; %d bytes are not", len(b))
 	}
 	*v = out
 	return nil

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/saver-dev/saver"
@@ -117,22 +118,10 @@ func TestTreeColumns(t *testing.T) {
 		return forked(), nil
 	}})
 	type answer struct {
-		ThreadID string       `json:"thread_id" msgpack:"thread_id"`
-		Head     *tree.Entry  `json:"head" msgpack:"head"`
-		Nodes    []tree.Entry `json:"nodes" msgpack:"nodes"`
-		Columns  *struct {
-			ID     []string      `json:"id" msgpack:"id"`
-			NS     []string      `json:"ns" msgpack:"ns"`
-			Parent []string      `json:"parent" msgpack:"parent"`
-			PNS    []string      `json:"parent_ns" msgpack:"parent_ns"`
-			Source []string      `json:"source" msgpack:"source"`
-			Step   []int64       `json:"step" msgpack:"step"`
-			Status []tree.Status `json:"status" msgpack:"status"`
-			Err    []bool        `json:"has_error" msgpack:"has_error"`
-			Intr   []bool        `json:"has_interrupt" msgpack:"has_interrupt"`
-			Live   []bool        `json:"on_live_path" msgpack:"on_live_path"`
-			Orphan []bool        `json:"orphan" msgpack:"orphan"`
-		} `json:"columns" msgpack:"columns"`
+		ThreadID string           `json:"thread_id" msgpack:"thread_id"`
+		Head     *tree.Entry      `json:"head" msgpack:"head"`
+		Nodes    []tree.Entry     `json:"nodes" msgpack:"nodes"`
+		Columns  *api.WireColumns `json:"columns" msgpack:"columns"`
 	}
 	get := func(path, accept string) answer {
 		t.Helper()
@@ -169,14 +158,8 @@ func TestTreeColumns(t *testing.T) {
 			if cols.Nodes != nil || cols.Columns == nil {
 				t.Fatalf("%s %s: columns answer has nodes %v, columns %v", path, accept, cols.Nodes, cols.Columns)
 			}
-			c := cols.Columns
-			got := []tree.Entry{}
-			for i := range c.ID {
-				got = append(got, tree.Entry{ID: c.ID[i], NS: c.NS[i], Parent: c.Parent[i], ParentNS: c.PNS[i],
-					Source: c.Source[i], Step: c.Step[i], Status: c.Status[i], HasError: c.Err[i],
-					HasInterrupt: c.Intr[i], OnLivePath: c.Live[i], Orphan: c.Orphan[i]})
-			}
-			if diff := cmp.Diff(rows.Nodes, got); diff != "" {
+			got := cols.Columns.Rows(t)
+			if diff := cmp.Diff(rows.Nodes, got, cmpopts.EquateEmpty()); diff != "" {
 				t.Fatalf("%s %s: columns (-rows +columns):\n%s", path, accept, diff)
 			}
 			if rows.ThreadID != cols.ThreadID || !cmp.Equal(rows.Head, cols.Head) {

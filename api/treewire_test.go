@@ -81,9 +81,9 @@ type wireColumns struct {
 	Orphan       []bool        `msgpack:"orphan" json:"orphan"`
 }
 
-// rows transposes c back to entries; every array must be as long as the
+// Rows transposes c back to entries; every array must be as long as the
 // first, and present even when empty.
-func (c wireColumns) rows(tb testing.TB) []tree.Entry {
+func (c wireColumns) Rows(tb testing.TB) []tree.Entry {
 	tb.Helper()
 	n := len(c.ID)
 	lens := []int{len(c.NS), len(c.Parent), len(c.ParentNS), len(c.Source), len(c.Step), len(c.Status),
@@ -118,7 +118,7 @@ func checkColumns(t *testing.T, l []tree.Entry) {
 	if err := msgpack.Unmarshal(b, &got); err != nil {
 		t.Fatalf("%d entries: the columns do not decode: %v", len(l), err)
 	}
-	if diff := cmp.Diff(l, got.Columns.rows(t), cmpopts.EquateEmpty()); diff != "" {
+	if diff := cmp.Diff(l, got.Columns.Rows(t), cmpopts.EquateEmpty()); diff != "" {
 		t.Fatalf("%d entries: msgpack columns (-sent +decoded):\n%s", len(l), diff)
 	}
 	if b, err = json.Marshal(columnsResponse{Columns: l}); err != nil {
@@ -128,7 +128,7 @@ func checkColumns(t *testing.T, l []tree.Entry) {
 	if err := json.Unmarshal(b, &got); err != nil {
 		t.Fatalf("%d entries: the JSON columns do not decode: %v", len(l), err)
 	}
-	if diff := cmp.Diff(l, got.Columns.rows(t), cmpopts.EquateEmpty()); diff != "" {
+	if diff := cmp.Diff(l, got.Columns.Rows(t), cmpopts.EquateEmpty()); diff != "" {
 		t.Fatalf("%d entries: JSON columns (-sent +decoded):\n%s", len(l), diff)
 	}
 }

@@ -2,10 +2,8 @@ package dynamo
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"time"
@@ -173,7 +171,7 @@ func storedItemAttrs(it item, p saver.PutOp, now time.Time) {
 	it[attrCreated] = attrN(now.UnixNano())
 	it[attrUpdated] = attrN(now.UnixNano())
 	if len(p.Vectors) > 0 {
-		it[attrVectors] = &types.AttributeValueMemberB{Value: encodeVectors(p.Vectors)}
+		it[attrVectors] = &types.AttributeValueMemberB{Value: saver.EncodeVectors(p.Vectors)}
 		it[attrDims] = attrN(int64(len(p.Vectors[0])))
 	}
 	if exp := saver.ItemExpiry(now, p.TTL); !exp.IsZero() {
@@ -186,16 +184,6 @@ func storedItemAttrs(it item, p saver.PutOp, now time.Time) {
 func setItemExpiry(it item, exp time.Time) {
 	it[attrExpiresNs] = attrN(exp.UnixNano())
 	it[attrExpiresAt] = attrN(ceilSeconds(exp))
-}
-
-func encodeVectors(vs [][]float32) []byte {
-	b := make([]byte, 0, 4*len(vs)*len(vs[0]))
-	for _, v := range vs {
-		for _, x := range v {
-			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(x))
-		}
-	}
-	return b
 }
 
 // writeItems offloads the values that go to the offloader (each object

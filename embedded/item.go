@@ -363,7 +363,7 @@ func putItem(b, vb, eb kvBucket, k []byte, op saver.PutOp, now time.Time) error 
 	}
 	if len(op.Vectors) > 0 {
 		r.n, r.dims = len(op.Vectors), len(op.Vectors[0])
-		if err := vb.Put(k, encodeVectors(op.Vectors)); err != nil {
+		if err := vb.Put(k, saver.EncodeVectors(op.Vectors)); err != nil {
 			return err
 		}
 	}

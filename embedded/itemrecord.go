@@ -3,7 +3,6 @@ package embedded
 import (
 	"encoding/binary"
 	"errors"
-	"math"
 	"time"
 
 	"github.com/saver-dev/saver"
@@ -119,17 +118,6 @@ func encodeItem(r itemRecord, value []byte) []byte {
 	b = binary.BigEndian.AppendUint32(b, uint32(r.n))
 	b = binary.BigEndian.AppendUint32(b, uint32(r.dims))
 	return append(b, value...)
-}
-
-// encodeVectors lays vectors end to end as item_vectors keeps them.
-func encodeVectors(vectors [][]float32) []byte {
-	b := make([]byte, 0, 4*len(vectors)*len(vectors[0]))
-	for _, v := range vectors {
-		for _, x := range v {
-			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(x))
-		}
-	}
-	return b
 }
 
 func decodeItem(b []byte) (itemRecord, error) {
