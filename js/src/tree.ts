@@ -132,19 +132,49 @@ function str(value: unknown): string {
 }
 
 export function nodeFromWire(wire: unknown): TreeNode {
-  if (!isRecord(wire) || typeof wire.id !== "string") bad("malformed tree node");
+  if (!isRecord(wire)) bad("malformed tree node");
+  return node(
+    wire.id,
+    wire.ns,
+    wire.parent,
+    wire.parent_ns,
+    wire.source,
+    wire.step,
+    wire.status,
+    wire.has_error,
+    wire.has_interrupt,
+    wire.on_live_path,
+    wire.orphan,
+  );
+}
+
+/** A node from its fields' wire values, in the order of COLUMNS. */
+function node(
+  id: unknown,
+  ns: unknown,
+  parent: unknown,
+  parentNs: unknown,
+  source: unknown,
+  step: unknown,
+  status: unknown,
+  hasError: unknown,
+  hasInterrupt: unknown,
+  onLivePath: unknown,
+  orphan: unknown,
+): TreeNode {
+  if (typeof id !== "string") bad("malformed tree node");
   return {
-    checkpointId: wire.id,
-    checkpointNs: str(wire.ns),
-    parentId: wire.parent ? String(wire.parent) : undefined,
-    parentNs: str(wire.parent_ns),
-    source: str(wire.source),
-    step: Number(wire.step ?? 0),
-    status: str(wire.status) as NodeStatus,
-    hasError: Boolean(wire.has_error),
-    hasInterrupt: Boolean(wire.has_interrupt),
-    onLivePath: Boolean(wire.on_live_path),
-    orphan: Boolean(wire.orphan),
+    checkpointId: id,
+    checkpointNs: str(ns),
+    parentId: parent ? String(parent) : undefined,
+    parentNs: str(parentNs),
+    source: str(source),
+    step: Number(step ?? 0),
+    status: str(status) as NodeStatus,
+    hasError: Boolean(hasError),
+    hasInterrupt: Boolean(hasInterrupt),
+    onLivePath: Boolean(onLivePath),
+    orphan: Boolean(orphan),
   };
 }
 
@@ -189,21 +219,19 @@ function nodesFromColumns(columns: unknown): TreeNode[] {
   }
   const out: TreeNode[] = new Array(count);
   for (let i = 0; i < count; i++) {
-    const id = c.id[i];
-    if (typeof id !== "string") bad("malformed tree node");
-    out[i] = {
-      checkpointId: id,
-      checkpointNs: str(c.ns[i]),
-      parentId: c.parent[i] ? String(c.parent[i]) : undefined,
-      parentNs: str(c.parent_ns[i]),
-      source: str(c.source[i]),
-      step: Number(c.step[i] ?? 0),
-      status: str(c.status[i]) as NodeStatus,
-      hasError: Boolean(c.has_error[i]),
-      hasInterrupt: Boolean(c.has_interrupt[i]),
-      onLivePath: Boolean(c.on_live_path[i]),
-      orphan: Boolean(c.orphan[i]),
-    };
+    out[i] = node(
+      c.id[i],
+      c.ns[i],
+      c.parent[i],
+      c.parent_ns[i],
+      c.source[i],
+      c.step[i],
+      c.status[i],
+      c.has_error[i],
+      c.has_interrupt[i],
+      c.on_live_path[i],
+      c.orphan[i],
+    );
   }
   return out;
 }

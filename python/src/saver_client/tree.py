@@ -66,31 +66,22 @@ class TreeNode:
 
     @classmethod
     def from_wire(cls, wire: Any) -> TreeNode:
-        # A path or tree answer holds a node per checkpoint (10,000 on a long
-        # thread): the instance's dict is set whole, as the frozen
-        # dataclass's __init__ would fill it, at a third of its cost. The
-        # service sends every field, typed (docs/api.md); a node without
-        # one is malformed.
+        # The service sends every field, typed (docs/api.md); a node
+        # without one is malformed.
         try:
-            node = _new(cls)
-            _set(
-                node,
-                "__dict__",
-                {
-                    "checkpoint_id": wire["id"],
-                    "checkpoint_ns": wire["ns"],
-                    "parent_id": wire["parent"] or None,
-                    "parent_ns": wire["parent_ns"],
-                    "source": wire["source"],
-                    "step": wire["step"],
-                    "status": wire["status"],
-                    "has_error": wire["has_error"],
-                    "has_interrupt": wire["has_interrupt"],
-                    "on_live_path": wire["on_live_path"],
-                    "orphan": wire["orphan"],
-                },
+            return _node(
+                wire["id"],
+                wire["ns"],
+                wire["parent"],
+                wire["parent_ns"],
+                wire["source"],
+                wire["step"],
+                wire["status"],
+                wire["has_error"],
+                wire["has_interrupt"],
+                wire["on_live_path"],
+                wire["orphan"],
             )
-            return node
         except (KeyError, TypeError, IndexError) as exc:
             raise BadResponseError("bad_response", f"malformed tree node: {exc!r}") from exc
 
@@ -246,11 +237,46 @@ _COLUMNS = (
 )
 
 
+def _node(
+    cid: str,
+    ns: str,
+    parent: str,
+    parent_ns: str,
+    source: str,
+    step: int,
+    status: NodeStatus,
+    err: bool,
+    intr: bool,
+    live: bool,
+    orphan: bool,
+) -> TreeNode:
+    # An answer holds a node per checkpoint (10,000 on a long thread): the
+    # instance's dict is set whole, as the frozen dataclass's __init__ would
+    # fill it, at a third of its cost.
+    node = _new(TreeNode)
+    _set(
+        node,
+        "__dict__",
+        {
+            "checkpoint_id": cid,
+            "checkpoint_ns": ns,
+            "parent_id": parent or None,
+            "parent_ns": parent_ns,
+            "source": source,
+            "step": step,
+            "status": status,
+            "has_error": err,
+            "has_interrupt": intr,
+            "on_live_path": live,
+            "orphan": orphan,
+        },
+    )
+    return node
+
+
 def _nodes_from_columns(columns: Any) -> list[TreeNode]:
     # One array per field, node i at index i of each (docs/api.md,
-    # EntryColumns). Each node's dict is made whole and set as the frozen
-    # dataclass's __init__ would fill it: at 10,000 nodes the loop is most of
-    # a live path's time in the client.
+    # EntryColumns), in the order of _node's arguments.
     if not isinstance(columns, Mapping):
         raise BadResponseError("bad_response", "tree columns are not a map")
     cols = [columns.get(name) for name in _COLUMNS]
@@ -260,30 +286,7 @@ def _nodes_from_columns(columns: Any) -> list[TreeNode]:
             raise BadResponseError(
                 "bad_response", f"tree column {name!r} is not a list as long as 'id'"
             )
-    new, set_, cls = _new, _set, TreeNode
-    out: list[TreeNode] = []
-    append = out.append
-    for cid, ns, parent, parent_ns, source, step, status, err, intr, live, orphan in zip(*cols):
-        node = new(cls)
-        set_(
-            node,
-            "__dict__",
-            {
-                "checkpoint_id": cid,
-                "checkpoint_ns": ns,
-                "parent_id": parent or None,
-                "parent_ns": parent_ns,
-                "source": source,
-                "step": step,
-                "status": status,
-                "has_error": err,
-                "has_interrupt": intr,
-                "on_live_path": live,
-                "orphan": orphan,
-            },
-        )
-        append(node)
-    return out
+    return list(map(_node, *cols))
 
 
 def branches_from_wire(wire: Any) -> list[Branch]:
