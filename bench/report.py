@@ -193,6 +193,19 @@ def rows(r: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
         n = d.get("turns", "?")
         for m in d.get("marks", []):
             out.append((f"(d) DeltaChannel chat: turn {m}", "ms", {s: (d.get(s) or {}).get(f"turn{m}_ms") for s in SAVERS}))
+        marks = d.get("marks", [])
+        if len(marks) >= 2:
+            # What each saver's turn grew by: LangGraph's own share (decoding
+            # and replaying the history, the add_messages reducer) is what
+            # InMemorySaver's column grows by; the rest is the saver's.
+            first, last = marks[0], marks[-1]
+
+            def grew(s: str) -> float | None:
+                v = d.get(s) or {}
+                a, b = v.get(f"turn{first}_ms"), v.get(f"turn{last}_ms")
+                return None if a is None or b is None else b - a
+
+            out.append((f"(d) DeltaChannel chat: turn {last} less turn {first}", "ms", {s: grew(s) for s in SAVERS}))
         for key, unit, label in (("calls", "req", "saver calls"), ("http", "req", "HTTP requests (ours)"),
                                  ("http_bytes", "B", "bytes the service sent (ours)"),
                                  ("ddb", "req", "DynamoDB requests"), ("ddb_bytes", "B", "DynamoDB bytes read")):

@@ -231,11 +231,11 @@ class CheckpointCalls(Core):
             return {}
         walk = self._listed_walk(config, channels)
         if walk is None:
-            return wire.to_histories(self.serde, self._held_delta(config, channels))
+            return wire.to_histories(self.serde, self._held_delta(config, channels), self._decoded)
         if walk.beyond is not None:
             key, chans = walk.beyond
             walk.take(self._delta(wire.config_of(*key), chans))
-        return wire.to_histories(self.serde, walk.result())
+        return wire.to_histories(self.serde, walk.result(), self._decoded)
 
     async def aget_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
@@ -245,11 +245,11 @@ class CheckpointCalls(Core):
             return {}
         walk = self._listed_walk(config, channels)
         if walk is None:
-            return wire.to_histories(self.serde, await self._aheld_delta(config, channels))
+            return wire.to_histories(self.serde, await self._aheld_delta(config, channels), self._decoded)
         if walk.beyond is not None:
             key, chans = walk.beyond
             walk.take(await self._adelta(wire.config_of(*key), chans))
-        return wire.to_histories(self.serde, walk.result())
+        return wire.to_histories(self.serde, walk.result(), self._decoded)
 
     def _listed_walk(self, config: RunnableConfig, channels: Sequence[str]) -> Walk | None:
         conf = config["configurable"]

@@ -11,6 +11,7 @@ from typing import Any
 
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from saver_client._decoded import Decoded
 from saver_client._held import Held
 from saver_client._listing import Listings
 from saver_client._transport import Transport
@@ -24,6 +25,8 @@ class Core:
     _listings: Listings
     # The last delta history per thread, for the next (see _held).
     _held: Held
+    # Copies of the delta histories' values decoded before (see _decoded).
+    _decoded: Decoded
 
     def _send(self, call: Call) -> Any:
         return self._transport.request(call.method, call.path, body=call.body, params=call.params)

@@ -37,6 +37,7 @@ class MaintenanceCalls(Core):
         finally:
             self._listings.clear()
             self._held.drop_threads([thread_id])
+            self._decoded.clear()
 
     async def adelete_thread(self, thread_id: str) -> None:
         """Async `delete_thread`."""
@@ -45,6 +46,7 @@ class MaintenanceCalls(Core):
         finally:
             self._listings.clear()
             self._held.drop_threads([thread_id])
+            self._decoded.clear()
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Delete the checkpoints (and their writes) whose metadata run_id is in run_ids."""
@@ -54,6 +56,7 @@ class MaintenanceCalls(Core):
             finally:
                 self._listings.clear()
                 self._held.clear()
+                self._decoded.clear()
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Async `delete_for_runs`."""
@@ -63,6 +66,7 @@ class MaintenanceCalls(Core):
             finally:
                 self._listings.clear()
                 self._held.clear()
+                self._decoded.clear()
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Copy a thread with ids and parent links unchanged.
@@ -91,6 +95,7 @@ class MaintenanceCalls(Core):
             finally:
                 self._listings.clear()
                 self._held.drop_threads(thread_ids)
+                self._decoded.clear()
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """Async `prune`."""
@@ -100,6 +105,7 @@ class MaintenanceCalls(Core):
             finally:
                 self._listings.clear()
                 self._held.drop_threads(thread_ids)
+                self._decoded.clear()
 
     def pin(self, thread_id: str, checkpoint_id: str, checkpoint_ns: str = "") -> None:
         """Make a checkpoint, its channel values and its writes never expire."""

@@ -32,6 +32,7 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from saver_client._decoded import Decoded
 from saver_client._version import __version__
 from saver_client.errors import BadResponseError, ConflictError, NoRouteError
 from saver_client.ledger import MAX_MESSAGE_BYTES, Claim, StoredFailure
@@ -93,12 +94,17 @@ def typed(serde: SerializerProtocol, value: Any) -> Wire:
 
 
 def untyped(serde: SerializerProtocol, value: Any) -> Any:
+    return serde.loads_typed(wire_parts(value))
+
+
+def wire_parts(value: Any) -> tuple[str, bytes]:
+    """A typed value's (type, bytes) as the serializer takes them."""
     if not isinstance(value, Mapping):
         raise BadResponseError("bad_response", f"expected a typed value, got {value!r:.80}")
     data = value.get("data", b"")
     if isinstance(data, str):  # a JSON response carries bytes as base64
         data = base64.b64decode(data)
-    return serde.loads_typed((str(value["type"]), bytes(data)))
+    return str(value["type"]), bytes(data)
 
 
 def jsonable(value: Any, _depth: int = 0) -> Any:
@@ -492,21 +498,28 @@ class RawHistory:
 
 
 def to_histories(
-    serde: SerializerProtocol, raw: Mapping[str, RawHistory]
+    serde: SerializerProtocol, raw: Mapping[str, RawHistory], decoded: Decoded | None = None
 ) -> dict[str, DeltaChannelHistory]:
-    """Decode histories: each value afresh, as every saver does, so that a
-    reducer that changes its writes in place (add_messages gives messages
-    ids) changes the state it rebuilds and no other."""
+    """Decode histories: each value an object of its own, as every saver
+    hands out, so that a reducer that changes its writes in place
+    (add_messages gives messages ids) changes the state it rebuilds and no
+    other. With decoded, a value seen before is a copy of its first
+    decoding (see `_decoded`)."""
+
+    def value(wire: Any) -> Any:
+        if decoded is None:
+            return untyped(serde, wire)
+        type_, data = wire_parts(wire)
+        return decoded.value(serde, (type_, data), lambda: serde.loads_typed((type_, data)))
+
     out: dict[str, DeltaChannelHistory] = {}
     try:
         for ch, h in raw.items():
             history: DeltaChannelHistory = {
-                "writes": [
-                    (w["task_id"], w["channel"], untyped(serde, w["value"])) for w in h.writes
-                ]
+                "writes": [(w["task_id"], w["channel"], value(w["value"])) for w in h.writes]
             }
             if h.seed is not None:
-                history["seed"] = untyped(serde, h.seed)
+                history["seed"] = value(h.seed)
             out[ch] = history
     except (KeyError, TypeError, AttributeError) as exc:
         raise BadResponseError("bad_response", f"malformed delta history: {exc!r}") from exc

@@ -13,6 +13,7 @@ from saver_client._client import URL_ENV as URL_ENV
 from saver_client._client import ServiceClient, make_transport
 from saver_client._http import Timeout
 from saver_client._ledger_calls import LedgerCalls
+from saver_client._decoded import Decoded
 from saver_client._held import Held
 from saver_client._listing import Listings
 from saver_client._maintenance_calls import MaintenanceCalls
@@ -95,6 +96,7 @@ class HTTPSaver(
         self.detect_conflicts = bool(detect_conflicts)
         self._listings = Listings()
         self._held = Held()
+        self._decoded = Decoded()
         self._transport = make_transport(
             type(self).__name__, url, api_key=api_key, headers=headers, timeout=timeout, retry=retry
         )
