@@ -363,7 +363,7 @@ func putItem(b, vb, eb kvBucket, k []byte, op saver.PutOp, now time.Time) error 
 	}
 	if len(op.Vectors) > 0 {
 		r.n, r.dims = len(op.Vectors), len(op.Vectors[0])
-		if err := vb.Put(k, saver.EncodeVectors(op.Vectors)); err != nil {
+		if err := putVectors(vb, k, old, op.Vectors); err != nil {
 			return err
 		}
 	}
@@ -374,6 +374,21 @@ func putItem(b, vb, eb kvBucket, k []byte, op saver.PutOp, now time.Time) error 
 		return eb.Put(itemExpiryKey(r.expiresAt, k), []byte{})
 	}
 	return nil
+}
+
+// putVectors stores an item's vectors apart from its record, unless the
+// same bytes are there already. An update that leaves the indexed text as it
+// was (a new note, a counter) brings the same vectors again, and writing
+// them anew took half a put's CPU in-process: the log, the memtable and the
+// compactions that rewrite them (BenchmarkPutItem10k, 384 dims: 69 µs of
+// CPU a put, 35 without a vector). Reading them back to compare costs a
+// lookup in a bucket that searches read anyway.
+func putVectors(vb kvBucket, k []byte, old itemRecord, vectors [][]float32) error {
+	v := saver.EncodeVectors(vectors)
+	if old.vectorsApart() && bytes.Equal(vb.Get(k), v) {
+		return nil
+	}
+	return vb.Put(k, v)
 }
 
 // SweepItems deletes the items that have expired, through the expiry

@@ -314,6 +314,40 @@ var itemVectorTests = []itemTest{
 		wantKeys(t, "after new vectors", got, "docs:a")
 		wantScores(t, got, 1)
 	}},
+	{"PutOfTheSameVectors", func(t *testing.T, s ItemStore, clock *Clock) {
+		// An update that brings the vectors the item has (its indexed text
+		// unchanged) keeps them and changes the rest; one that comes back
+		// after the item expired, or was deleted, has them too.
+		tenant, ns := NewTenant(), saver.Namespace{"docs"}
+		MustBatch(t, s, tenant, Put(ns, "a", `{"n": 1}`, unit(1, 0, 0)), Put(ns, "b", `{"n": 1}`, unit(0, 1, 0)))
+		clock.Advance(time.Second)
+		MustBatch(t, s, tenant, Put(ns, "a", `{"n": 2}`, unit(1, 0, 0)), Put(ns, "b", `{"n": 2}`, unit(0, 1, 0), unit(1, 0, 0)))
+		got := MustSearch(t, s, tenant, saver.SearchOp{Prefix: ns, Limit: 10, Query: unit(1, 0, 0)})
+		wantKeys(t, "same and more vectors", got, "docs:a", "docs:b")
+		wantScores(t, got, 1, 1)
+		for _, it := range got {
+			if string(it.Value) != `{"n": 2}` {
+				t.Fatalf("%s: value %s, want the update's", it.Key, it.Value)
+			}
+		}
+		MustBatch(t, s, tenant, Put(ns, "b", `{"n": 3}`, unit(0, 1, 0)))
+		got = MustSearch(t, s, tenant, saver.SearchOp{Prefix: ns, Limit: 10, Query: unit(1, 0, 0)})
+		wantKeys(t, "b back to one vector", got, "docs:a", "docs:b")
+		wantScores(t, got, 1, 0)
+		MustBatch(t, s, tenant, saver.PutOp{Namespace: ns, Key: "a"}) // a deletion
+		MustBatch(t, s, tenant, Put(ns, "a", `{"n": 4}`, unit(1, 0, 0)))
+		got = MustSearch(t, s, tenant, saver.SearchOp{Prefix: ns, Limit: 1, Query: unit(1, 0, 0)})
+		wantKeys(t, "put again after its deletion", got, "docs:a")
+		wantScores(t, got, 1)
+		exp := Put(ns, "c", `{"n": 1}`, unit(0, 0, 1))
+		exp.TTL = time.Minute
+		MustBatch(t, s, tenant, exp)
+		clock.Advance(2 * time.Minute)
+		MustBatch(t, s, tenant, Put(ns, "c", `{"n": 2}`, unit(0, 0, 1)))
+		got = MustSearch(t, s, tenant, saver.SearchOp{Prefix: ns, Limit: 1, Query: unit(0, 0, 1)})
+		wantKeys(t, "put again after it expired", got, "docs:c")
+		wantScores(t, got, 1)
+	}},
 	{"PrefixAndTenant", func(t *testing.T, s ItemStore, clock *Clock) {
 		tenant, other := NewTenant(), NewTenant()
 		MustBatch(t, s, tenant, Put(saver.Namespace{"u1"}, "k", `{}`, unit(1, 0, 0)), Put(saver.Namespace{"u2"}, "k", `{}`, unit(1, 0, 0)))
