@@ -28,9 +28,10 @@ from __future__ import annotations
 
 import pickle
 import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
+
+from saver_client._lru import BoundedLRU
 
 MAX_ENTRIES = 8192
 MAX_BYTES = 64 << 20
@@ -46,10 +47,8 @@ class Decoded:
 
     def __init__(self, max_entries: int = MAX_ENTRIES, max_bytes: int = MAX_BYTES) -> None:
         self._lock = threading.Lock()
-        self._copies: OrderedDict[Key, bytes] = OrderedDict()
-        self._size = 0
-        self._max_entries = max_entries
-        self._max_bytes = max_bytes
+        # A copy counts for its bytes and its key's, which it holds on to.
+        self._copies: BoundedLRU[Key, bytes] = BoundedLRU(max_entries, max_bytes)
         self._owner: object | None = None  # the serializer the copies were decoded with
 
     def value(self, owner: object, key: Key, decode: Callable[[], Any]) -> Any:
@@ -58,11 +57,9 @@ class Decoded:
         the serializer decode uses: another one clears what is held."""
         with self._lock:
             if owner is not self._owner:
-                self._clear()
+                self._copies.clear()
                 self._owner = owner
             copy = self._copies.get(key)
-            if copy is not None:
-                self._copies.move_to_end(key)
         if copy:
             return pickle.loads(copy)
         value = decode()
@@ -74,28 +71,16 @@ class Decoded:
         """Drop every copy: threads were deleted, and what the client holds
         of their values goes with them (the copies are not kept by thread)."""
         with self._lock:
-            self._clear()
+            self._copies.clear()
 
     def __len__(self) -> int:
         return len(self._copies)
 
     def _keep(self, key: Key, copy: bytes) -> None:
-        size = len(key[1]) + len(copy)
-        if size > self._max_bytes:
-            copy, size = _AFRESH, len(key[1])
+        if len(key[1]) + len(copy) > self._copies.max_bytes:
+            copy = _AFRESH  # remembered as such, so as not to be pickled again
         with self._lock:
-            old = self._copies.pop(key, None)
-            if old is not None:
-                self._size -= len(key[1]) + len(old)
-            self._copies[key] = copy
-            self._size += size
-            while self._size > self._max_bytes or len(self._copies) > self._max_entries:
-                k, c = self._copies.popitem(last=False)
-                self._size -= len(k[1]) + len(c)
-
-    def _clear(self) -> None:
-        self._copies.clear()
-        self._size = 0
+            self._copies.put(key, copy, len(key[1]) + len(copy))
 
 
 def _copy_of(value: Any) -> bytes:

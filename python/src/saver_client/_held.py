@@ -29,10 +29,10 @@ the least recently used dropped first.
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from saver_client._lru import BoundedLRU
 from saver_client._wire import RawHistory
 
 MAX_ENTRIES = 256
@@ -48,7 +48,6 @@ Key = tuple[str, str]  # thread id, namespace
 class _Entry:
     checkpoint_id: str
     histories: dict[str, RawHistory]
-    size: int
 
 
 def _size(histories: dict[str, RawHistory]) -> int:
@@ -66,10 +65,7 @@ class Held:
 
     def __init__(self, max_entries: int = MAX_ENTRIES, max_bytes: int = MAX_BYTES) -> None:
         self._lock = threading.Lock()
-        self._entries: OrderedDict[Key, _Entry] = OrderedDict()
-        self._size = 0
-        self._max_entries = max_entries
-        self._max_bytes = max_bytes
+        self._entries: BoundedLRU[Key, _Entry] = BoundedLRU(max_entries, max_bytes)
 
     def known(
         self, key: Key, checkpoint_id: str, channels: Sequence[str]
@@ -79,12 +75,12 @@ class Held:
         them, or the one held is at a later checkpoint (not an ancestor).
         Held at checkpoint_id itself, the histories are the answer."""
         with self._lock:
-            e = self._entries.get(key)
+            e = self._entries.peek(key)
             if e is None or not checkpoint_id or e.checkpoint_id > checkpoint_id:
                 return None
             if any(ch not in e.histories for ch in channels):
                 return None
-            self._entries.move_to_end(key)
+            self._entries.get(key)  # used
             return e.checkpoint_id, e.histories
 
     def keep(self, key: Key, checkpoint_id: str, histories: dict[str, RawHistory]) -> None:
@@ -93,40 +89,28 @@ class Held:
             return
         size = _size(histories)
         with self._lock:
-            self._pop(key)
-            if size > self._max_bytes:
-                return
-            self._entries[key] = _Entry(checkpoint_id, dict(histories), size)
-            self._size += size
-            while self._size > self._max_bytes or len(self._entries) > self._max_entries:
-                self._pop(next(iter(self._entries)))
+            self._entries.put(key, _Entry(checkpoint_id, dict(histories)), size)
 
     def wrote(self, key: Key, checkpoint_id: str) -> None:
         """Writes came for a checkpoint: a history held at a later one may hold
         its writes (ids grow from parent to child), so it goes."""
         with self._lock:
-            e = self._entries.get(key)
+            e = self._entries.peek(key)
             if e is not None and checkpoint_id < e.checkpoint_id:
-                self._pop(key)
+                self._entries.pop(key)
 
     def forget(self, key: Key) -> None:
         """The service refused the known checkpoint: the chain goes elsewhere."""
         with self._lock:
-            self._pop(key)
+            self._entries.pop(key)
 
     def drop_threads(self, thread_ids: Iterable[str]) -> None:
         """Threads were deleted, pruned or copied over."""
         threads = {str(t) for t in thread_ids}
         with self._lock:
-            for key in [k for k in self._entries if k[0] in threads]:
-                self._pop(key)
+            for key in [k for k in self._entries.keys() if k[0] in threads]:
+                self._entries.pop(key)
 
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
-            self._size = 0
-
-    def _pop(self, key: Key) -> None:
-        e = self._entries.pop(key, None)
-        if e is not None:
-            self._size -= e.size

@@ -507,10 +507,10 @@ def to_histories(
     decoding (see `_decoded`)."""
 
     def value(wire: Any) -> Any:
+        parts = wire_parts(wire)
         if decoded is None:
-            return untyped(serde, wire)
-        type_, data = wire_parts(wire)
-        return decoded.value(serde, (type_, data), lambda: serde.loads_typed((type_, data)))
+            return serde.loads_typed(parts)
+        return decoded.value(serde, parts, lambda: serde.loads_typed(parts))
 
     out: dict[str, DeltaChannelHistory] = {}
     try:
